@@ -1,0 +1,133 @@
+// CThumbShim: the only C code of thumbd.
+//
+// libjpeg and libpng report fatal errors by longjmp. Every setjmp lives in this file's
+// implementation, in a C frame that is entered and left by each phase function below, so
+// no Swift frame is ever jumped over. Every function returns 0 (or a count) on success and
+// -1 on failure, with the library's message kept in the decoder for the caller to read.
+// Symbols are prefixed CThumb_. Swift code imports this module only inside ThumbImaging.
+#ifndef CTHUMB_SHIM_H
+#define CTHUMB_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTHUMB_MESSAGE_CAPACITY 200
+
+// MARK: - JPEG decoding
+
+typedef struct CThumb_JPEGDecoder CThumb_JPEGDecoder;
+
+/// Colour space of the JPEG file (not of the decoded output).
+typedef enum {
+    CThumb_JPEGColorGray = 1,
+    CThumb_JPEGColorYCbCr = 2,
+    CThumb_JPEGColorRGB = 3,
+    CThumb_JPEGColorCMYK = 4,
+    CThumb_JPEGColorYCCK = 5,
+    CThumb_JPEGColorOther = 0,
+} CThumb_JPEGColor;
+
+typedef struct {
+    uint32_t width;          ///< stored width, pixels
+    uint32_t height;         ///< stored height, pixels
+    int components;
+    CThumb_JPEGColor colorSpace;
+    int sawAdobeMarker;      ///< Adobe APP14 present: CMYK samples are stored inverted
+    int progressive;
+    int arithmetic;
+    const uint8_t *exif;     ///< APP1 "Exif\0\0" payload (TIFF header onwards), or NULL
+    size_t exifLength;
+} CThumb_JPEGHeader;
+
+/// Creates a decoder over `data` (borrowed: it must outlive the decoder).
+/// `maxScans` caps progressive scans; `maxMemoryBytes` caps libjpeg's working memory.
+CThumb_JPEGDecoder *CThumb_JPEGDecoderCreate(const uint8_t *data, size_t length, int maxScans,
+                                             long maxMemoryBytes);
+void CThumb_JPEGDecoderDestroy(CThumb_JPEGDecoder *decoder);
+int CThumb_JPEGReadHeader(CThumb_JPEGDecoder *decoder, CThumb_JPEGHeader *header);
+/// Copies the ICC profile (APP2 chunks reassembled) into a malloc'd buffer; free with CThumb_Free.
+/// Returns 1 with a profile, 0 without one, -1 on error.
+int CThumb_JPEGCopyICCProfile(CThumb_JPEGDecoder *decoder, uint8_t **profile, unsigned int *length);
+/// Starts decompression at scale 1/`scaleDenominator` (1, 2, 4 or 8). Output is RGB for
+/// gray, YCbCr and RGB files (3 bytes a pixel) and CMYK for CMYK and YCCK files (4 bytes).
+int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t *outputWidth,
+                     uint32_t *outputHeight, int *outputComponents);
+/// Reads up to `maxRows` rows into `rows` (`rowStride` bytes apart). Returns rows read, or -1.
+int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowStride, int maxRows);
+const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder);
+/// Number of corrupt-data warnings seen so far, and the first one's text.
+int CThumb_JPEGWarningCount(const CThumb_JPEGDecoder *decoder);
+const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder);
+
+// MARK: - JPEG encoding
+
+/// Encodes 8-bit RGB (`components` 3) or gray (1) pixels, 4:2:0. On success `*output` is a
+/// malloc'd buffer to free with CThumb_Free. On failure `message` holds the reason.
+int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
+                      int components, int quality, int progressive, int optimizeCoding,
+                      uint8_t **output, unsigned long *outputLength,
+                      char message[CTHUMB_MESSAGE_CAPACITY]);
+
+// MARK: - PNG decoding
+
+typedef struct CThumb_PNGDecoder CThumb_PNGDecoder;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int bitDepth;
+    int colorType;           ///< PNG_COLOR_TYPE_*
+    int interlaced;
+    int hasTransparency;     ///< tRNS chunk present
+    int hasSRGB;
+    int hasGamma;
+    double gamma;            ///< file gamma from gAMA (e.g. 0.45455), when hasGamma
+    const uint8_t *iccProfile; ///< iCCP payload owned by libpng, or NULL
+    uint32_t iccProfileLength;
+} CThumb_PNGInfo;
+
+CThumb_PNGDecoder *CThumb_PNGDecoderCreate(const uint8_t *data, size_t length, uint32_t maxWidth,
+                                           uint32_t maxHeight, size_t maxChunkBytes);
+void CThumb_PNGDecoderDestroy(CThumb_PNGDecoder *decoder);
+int CThumb_PNGReadInfo(CThumb_PNGDecoder *decoder, CThumb_PNGInfo *info);
+/// Sets transforms to 8-bit RGB or RGBA (alpha when the image has it, tRNS included), converts
+/// gAMA-tagged data to sRGB when `applyGamma`, and returns the channel count (3 or 4) and the
+/// number of interlace passes.
+int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, int *passes);
+/// Non-interlaced images: reads the next `count` rows. Returns rows read or -1.
+int CThumb_PNGReadRows(CThumb_PNGDecoder *decoder, uint8_t *rows, size_t rowStride, int count);
+/// Interlaced images: reads the whole image into `pixels` (height rows, `rowStride` apart).
+int CThumb_PNGReadImage(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride);
+const char *CThumb_PNGErrorMessage(const CThumb_PNGDecoder *decoder);
+int CThumb_PNGWarningCount(const CThumb_PNGDecoder *decoder);
+const char *CThumb_PNGFirstWarning(const CThumb_PNGDecoder *decoder);
+
+// MARK: - PNG encoding
+
+/// Encodes 8-bit RGB (`channels` 3) or RGBA (4). `*output` is malloc'd: free with CThumb_Free.
+int CThumb_PNGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
+                     int channels, int compressionLevel, uint8_t **output, size_t *outputLength,
+                     char message[CTHUMB_MESSAGE_CAPACITY]);
+
+// MARK: - Colour management (Little CMS)
+
+typedef struct CThumb_ColorTransform CThumb_ColorTransform;
+
+typedef enum {
+    CThumb_PixelRGB8 = 0,
+    CThumb_PixelRGBA8 = 1,
+    CThumb_PixelCMYK8 = 2,          ///< C, M, Y, K with 255 = full ink
+    CThumb_PixelCMYK8Inverted = 3,  ///< Adobe's inverted CMYK: 0 = full ink
+} CThumb_PixelLayout;
+
+/// A transform from an embedded ICC profile to sRGB, output RGB8 (RGBA8 when the input is RGBA8,
+/// alpha copied). Returns NULL when the profile is unusable or does not match the layout.
+CThumb_ColorTransform *CThumb_ColorTransformCreate(const uint8_t *profile, size_t length,
+                                                   CThumb_PixelLayout input);
+void CThumb_ColorTransformApply(CThumb_ColorTransform *transform, const uint8_t *input,
+                                uint8_t *output, size_t pixelCount);
+void CThumb_ColorTransformDestroy(CThumb_ColorTransform *transform);
+
+void CThumb_Free(void *pointer);
+
+#endif

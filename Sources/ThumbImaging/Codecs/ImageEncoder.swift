@@ -1,0 +1,46 @@
+import CThumbShim
+
+/// Writes pixels as JPEG or PNG, sRGB with no metadata.
+public enum ImageEncoder {
+    /// The format `settings` asks for, given whether the pixels carry transparency.
+    public static func format(for settings: EncoderSettings, hasAlpha: Bool) -> ImageFormat {
+        switch settings.format {
+        case .auto: hasAlpha ? .png : .jpeg
+        case .jpeg: .jpeg
+        case .png: .png
+        }
+    }
+
+    /// Encodes `image`; JPEG output flattens any alpha over white.
+    public static func encode(_ image: PixelBuffer, as format: ImageFormat, settings: EncoderSettings) throws(ImagingError) -> [UInt8] {
+        var message = [CChar](repeating: 0, count: Int(CTHUMB_MESSAGE_CAPACITY))
+        switch format {
+        case .jpeg:
+            let opaque = image.flattened()
+            var output: UnsafeMutablePointer<UInt8>?
+            var length: UInt = 0
+            let status = opaque.bytes.withUnsafeBufferPointer { pixels in
+                CThumb_JPEGEncode(pixels.baseAddress, UInt32(opaque.width), UInt32(opaque.height), opaque.rowBytes, 3,
+                                  Int32(settings.jpegQuality), settings.jpegProgressive ? 1 : 0, 1, &output, &length, &message)
+            }
+            return try collect(status: status, output: output, length: Int(length), message: message)
+        case .png:
+            var output: UnsafeMutablePointer<UInt8>?
+            var length = 0
+            let status = image.bytes.withUnsafeBufferPointer { pixels in
+                CThumb_PNGEncode(pixels.baseAddress, UInt32(image.width), UInt32(image.height), image.rowBytes,
+                                 Int32(image.channels), Int32(settings.pngCompressionLevel), &output, &length, &message)
+            }
+            return try collect(status: status, output: output, length: length, message: message)
+        }
+    }
+
+    private static func collect(status: Int32, output: UnsafeMutablePointer<UInt8>?, length: Int,
+                                message: [CChar]) throws(ImagingError) -> [UInt8] {
+        guard status == 0, let output else {
+            throw .encodingFailed(reason: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        defer { CThumb_Free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+}

@@ -1,0 +1,75 @@
+import CThumbShim
+
+/// One JPEG decode, in libjpeg's phases: header (cheap, checked against limits), then a start
+/// at a chosen DCT scale, then rows in batches (the cancellation checkpoints).
+final class JPEGDecoder {
+    private let handle: OpaquePointer
+    private let source: SourceBytes // kept alive: libjpeg reads from its memory
+    let header: CThumb_JPEGHeader
+    let orientation: Orientation
+
+    init(source: SourceBytes, limits: ImageLimits) throws(ImagingError) {
+        guard let handle = CThumb_JPEGDecoderCreate(source.pointer, source.count, Int32(clamping: limits.maxProgressiveScans),
+                                                    limits.maxDecoderMemoryBytes) else {
+            throw .undecodable(reason: "cannot create a JPEG decoder (out of memory)")
+        }
+        self.handle = handle
+        self.source = source
+        var header = CThumb_JPEGHeader()
+        guard CThumb_JPEGReadHeader(handle, &header) == 0 else {
+            let message = String(cString: CThumb_JPEGErrorMessage(handle))
+            CThumb_JPEGDecoderDestroy(handle)
+            throw .undecodable(reason: message)
+        }
+        self.header = header
+        if let exif = header.exif, header.exifLength > 0 {
+            orientation = EXIFReader.orientation(tiff: UnsafeRawBufferPointer(start: exif, count: header.exifLength)) ?? .up
+        } else {
+            orientation = .up
+        }
+    }
+
+    deinit { CThumb_JPEGDecoderDestroy(handle) }
+
+    var storedWidth: Int { Int(header.width) }
+    var storedHeight: Int { Int(header.height) }
+    var isCMYK: Bool { header.colorSpace == CThumb_JPEGColorCMYK || header.colorSpace == CThumb_JPEGColorYCCK }
+
+    /// The embedded ICC profile, if any (a broken one counts as none).
+    func iccProfile() -> [UInt8]? {
+        var pointer: UnsafeMutablePointer<UInt8>?
+        var length: UInt32 = 0
+        guard CThumb_JPEGCopyICCProfile(handle, &pointer, &length) == 1, let pointer else { return nil }
+        defer { CThumb_Free(pointer) }
+        return Array(UnsafeBufferPointer(start: pointer, count: Int(length)))
+    }
+
+    /// Starts decompression at 1/`scaleDenominator`; returns the scaled size in pixels and the
+    /// bytes per pixel (3 for RGB, 4 for CMYK).
+    func start(scaleDenominator: Int) throws(ImagingError) -> (width: Int, height: Int, components: Int) {
+        var width: UInt32 = 0, height: UInt32 = 0, components: Int32 = 0
+        guard CThumb_JPEGStart(handle, Int32(scaleDenominator), &width, &height, &components) == 0 else {
+            throw failure()
+        }
+        return (Int(width), Int(height), Int(components))
+    }
+
+    /// Reads up to `maxRows` rows; returns how many were read (0 at the end).
+    func readRows(into rows: UnsafeMutablePointer<UInt8>, rowStride: Int, maxRows: Int) throws(ImagingError) -> Int {
+        let count = CThumb_JPEGReadRows(handle, rows, rowStride, Int32(maxRows))
+        guard count >= 0 else { throw failure() }
+        return Int(count)
+    }
+
+    /// Corrupt-data warnings: the count and the first message.
+    var warning: String? {
+        let count = CThumb_JPEGWarningCount(handle)
+        guard count > 0 else { return nil }
+        return "\(count) warning(s), first: \(String(cString: CThumb_JPEGFirstWarning(handle)))"
+    }
+
+    private func failure() -> ImagingError {
+        let message = String(cString: CThumb_JPEGErrorMessage(handle))
+        return message.hasPrefix("too many progressive scans") ? .tooLarge(reason: message) : .undecodable(reason: message)
+    }
+}

@@ -1,0 +1,24 @@
+/// Why an image could not be turned into a thumbnail. Each case maps to one exit code and one
+/// HTTP status; `reason` is one line for a person, naming what the decoder or check said.
+public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not a JPEG or PNG at all (by content, whatever its name).
+    case unsupportedFormat(reason: String)
+    /// A JPEG or PNG that the decoder aborted on.
+    case undecodable(reason: String)
+    /// The source breaks a configured limit (pixels, dimension, file size, scans).
+    case tooLarge(reason: String)
+    /// The caller cancelled the work at a checkpoint.
+    case cancelled
+    /// The encoder failed (should not happen for valid pixels).
+    case encodingFailed(reason: String)
+
+    public var description: String {
+        switch self {
+        case .unsupportedFormat(let reason): "not a supported image: \(reason)"
+        case .undecodable(let reason): "cannot decode: \(reason)"
+        case .tooLarge(let reason): "over a limit: \(reason)"
+        case .cancelled: "cancelled"
+        case .encodingFailed(let reason): "cannot encode: \(reason)"
+        }
+    }
+}

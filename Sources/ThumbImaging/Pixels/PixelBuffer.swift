@@ -1,0 +1,86 @@
+/// An 8-bit interleaved image: RGB (3 channels) or RGBA (4 channels, straight alpha), sRGB-encoded.
+/// Sizes are in pixels; rows are packed (`rowBytes == width * channels`).
+public struct PixelBuffer: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    public let channels: Int
+    public var bytes: [UInt8]
+
+    public init(width: Int, height: Int, channels: Int, bytes: [UInt8]) {
+        precondition(channels == 3 || channels == 4, "PixelBuffer holds RGB or RGBA")
+        precondition(bytes.count == width * height * channels, "PixelBuffer size mismatch")
+        self.width = width
+        self.height = height
+        self.channels = channels
+        self.bytes = bytes
+    }
+
+    public init(width: Int, height: Int, channels: Int) {
+        self.init(width: width, height: height, channels: channels,
+                  bytes: [UInt8](repeating: 0, count: width * height * channels))
+    }
+
+    public var rowBytes: Int { width * channels }
+    public var hasAlpha: Bool { channels == 4 }
+
+    /// True when some pixel is not fully opaque.
+    public var hasTransparency: Bool {
+        guard channels == 4 else { return false }
+        var index = 3
+        while index < bytes.count {
+            if bytes[index] != 255 { return true }
+            index += 4
+        }
+        return false
+    }
+
+    /// The same pixels with an opaque alpha channel added.
+    public func withAlpha() -> PixelBuffer {
+        guard channels == 3 else { return self }
+        var out = [UInt8](repeating: 255, count: width * height * 4)
+        out.withUnsafeMutableBufferPointer { dst in
+            bytes.withUnsafeBufferPointer { src in
+                for index in 0..<(width * height) {
+                    dst[index * 4] = src[index * 3]
+                    dst[index * 4 + 1] = src[index * 3 + 1]
+                    dst[index * 4 + 2] = src[index * 3 + 2]
+                }
+            }
+        }
+        return PixelBuffer(width: width, height: height, channels: 4, bytes: out)
+    }
+
+    /// The pixels composited over an opaque background colour, as RGB.
+    public func flattened(over background: (red: UInt8, green: UInt8, blue: UInt8) = (255, 255, 255)) -> PixelBuffer {
+        guard channels == 4 else { return self }
+        var out = [UInt8](repeating: 0, count: width * height * 3)
+        let backdrop = [UInt32(background.red), UInt32(background.green), UInt32(background.blue)]
+        out.withUnsafeMutableBufferPointer { dst in
+            bytes.withUnsafeBufferPointer { src in
+                for index in 0..<(width * height) {
+                    let alpha = UInt32(src[index * 4 + 3])
+                    for channel in 0..<3 {
+                        let value = UInt32(src[index * 4 + channel]) * alpha + backdrop[channel] * (255 - alpha)
+                        dst[index * 3 + channel] = UInt8((value + 127) / 255)
+                    }
+                }
+            }
+        }
+        return PixelBuffer(width: width, height: height, channels: 3, bytes: out)
+    }
+}
+
+/// Premultiplied floating-point pixels (0...255 scale) between the shrink and resample steps.
+struct FloatImage {
+    let width: Int
+    let height: Int
+    let channels: Int
+    var samples: [Float]
+
+    init(width: Int, height: Int, channels: Int) {
+        self.width = width
+        self.height = height
+        self.channels = channels
+        samples = [Float](repeating: 0, count: width * height * channels)
+    }
+}

@@ -1,0 +1,74 @@
+/// A cell slot's thumbnail spec, registered by name like a cell's reuse identifier.
+/// Sizes are in points; a scale turns them into pixels (pixels = points × scale).
+public struct SlotKind: Sendable, Equatable {
+    public enum ContentMode: String, Sendable {
+        /// Cover the slot and centre-crop the overflow (UIKit's scaleAspectFill).
+        case fill
+        /// Fit inside the slot; the output is the fitted size.
+        case fit
+    }
+
+    public enum Mask: Sendable, Equatable {
+        case none
+        /// An anti-aliased circle (an ellipse for a non-square output).
+        case circle
+        /// Rounded corners, radius in points.
+        case cornerRadius(points: Double)
+    }
+
+    public var name: String
+    /// Slot width, points.
+    public var widthPoints: Double
+    /// Slot height, points.
+    public var heightPoints: Double
+    /// Display scales (1, 2, 3) the kind is rendered at.
+    public var scales: [Int]
+    public var mode: ContentMode
+    public var mask: Mask
+    /// Whether a source smaller than the slot is enlarged; without it the output is never
+    /// larger than the source (a fill keeps the slot's aspect ratio, at the source's size).
+    public var upscale: Bool
+    /// Pre-rendered when an asset appears (used by the daemon's folder watcher).
+    public var pregenerate: Bool
+
+    public init(name: String, widthPoints: Double, heightPoints: Double, scales: [Int] = [1],
+                mode: ContentMode = .fit, mask: Mask = .none, upscale: Bool = false, pregenerate: Bool = false) {
+        self.name = name
+        self.widthPoints = widthPoints
+        self.heightPoints = heightPoints
+        self.scales = scales
+        self.mode = mode
+        self.mask = mask
+        self.upscale = upscale
+        self.pregenerate = pregenerate
+    }
+
+    /// The slot's size in pixels at `scale`.
+    public func pixelSize(scale: Int) -> (width: Int, height: Int) {
+        (max(1, Int((widthPoints * Double(scale)).rounded())), max(1, Int((heightPoints * Double(scale)).rounded())))
+    }
+}
+
+/// A grid layout from which a kind's item width follows (UICollectionViewFlowLayout-style).
+/// All lengths in points.
+public struct GridLayout: Sendable, Equatable {
+    public var columns: Int
+    public var containerWidth: Double
+    public var leadingInset: Double
+    public var trailingInset: Double
+    public var interItemSpacing: Double
+
+    public init(columns: Int, containerWidth: Double, leadingInset: Double, trailingInset: Double, interItemSpacing: Double) {
+        self.columns = columns
+        self.containerWidth = containerWidth
+        self.leadingInset = leadingInset
+        self.trailingInset = trailingInset
+        self.interItemSpacing = interItemSpacing
+    }
+
+    /// floor((container − leading − trailing − spacing × (columns − 1)) / columns), points.
+    public var itemWidth: Double {
+        let available = containerWidth - leadingInset - trailingInset - interItemSpacing * Double(columns - 1)
+        return (available / Double(columns)).rounded(.down)
+    }
+}

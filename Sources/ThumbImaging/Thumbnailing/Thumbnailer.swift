@@ -1,0 +1,114 @@
+/// What to render: a slot kind at one scale, and how to encode it.
+public struct ThumbnailRequest: Sendable, Equatable {
+    public var kind: SlotKind
+    /// Display scale: the output is the kind's points × scale, in pixels.
+    public var scale: Int
+    public var encoder: EncoderSettings
+    /// Turn the image upright per its EXIF orientation (the default).
+    public var appliesOrientation: Bool
+
+    public init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true) {
+        self.kind = kind
+        self.scale = scale
+        self.encoder = encoder
+        self.appliesOrientation = appliesOrientation
+    }
+}
+
+/// A rendered thumbnail before encoding.
+public struct RenderedImage: Sendable {
+    public var pixels: PixelBuffer
+    /// Source size as displayed (after orientation), pixels.
+    public var sourceWidth: Int
+    public var sourceHeight: Int
+    /// Decoder warnings (corrupt data that was concealed), one line; nil when clean.
+    public var warning: String?
+}
+
+/// An encoded thumbnail.
+public struct Thumbnail: Sendable {
+    public var bytes: [UInt8]
+    public var format: ImageFormat
+    /// Output size, pixels.
+    public var width: Int
+    public var height: Int
+    public var warning: String?
+}
+
+/// Checked between batches of decoded rows; return true to stop the work (it throws `.cancelled`).
+public typealias CancellationCheck = @Sendable () -> Bool
+
+/// Source to thumbnail: shrink-on-load, block shrink, Lanczos-3, orientation, colour, mask, encode.
+/// Stateless and thread-safe: one instance serves every worker.
+public struct Thumbnailer: Sendable {
+    public var limits: ImageLimits
+    /// How much reduction the final Lanczos step keeps (see `ShrinkPlan`).
+    public var tuning: ShrinkPlan.Tuning
+
+    public init(limits: ImageLimits = ImageLimits(), tuning: ShrinkPlan.Tuning = ShrinkPlan.Tuning()) {
+        self.limits = limits
+        self.tuning = tuning
+    }
+
+    /// Renders and encodes.
+    public func thumbnail(of source: SourceBytes, request: ThumbnailRequest,
+                          isCancelled: CancellationCheck? = nil) throws(ImagingError) -> Thumbnail {
+        let rendered = try render(source, request: request, isCancelled: isCancelled)
+        var pixels = rendered.pixels
+        if pixels.hasAlpha && !pixels.hasTransparency {
+            pixels = pixels.flattened()
+        }
+        let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
+        let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder)
+        return Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height, warning: rendered.warning)
+    }
+
+    /// Renders to pixels (sRGB, straight alpha), without encoding.
+    public func render(_ source: SourceBytes, request: ThumbnailRequest,
+                       isCancelled: CancellationCheck? = nil) throws(ImagingError) -> RenderedImage {
+        guard source.count <= limits.maxFileBytes else {
+            throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
+        }
+        let slot = request.kind.pixelSize(scale: request.scale)
+        var decoded: DecodedThumbnail
+        switch source.format {
+        case .jpeg:
+            decoded = try renderJPEG(source, slot: slot, request: request, isCancelled: isCancelled)
+        case .png:
+            decoded = try renderPNG(source, slot: slot, request: request, isCancelled: isCancelled)
+        case nil:
+            throw .unsupportedFormat(reason: "neither JPEG nor PNG (\(source.leadingBytesDescription))")
+        }
+        if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
+        var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
+        Mask.apply(request.kind.mask, scale: request.scale, to: &pixels)
+        let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
+        return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning)
+    }
+
+    /// The geometry in the stored frame for a source of the given stored size.
+    func storedGeometry(storedWidth: Int, storedHeight: Int, orientation: Orientation, slot: (width: Int, height: Int),
+                        kind: SlotKind) -> ThumbnailGeometry {
+        let shown = orientation.displayedSize(width: storedWidth, height: storedHeight)
+        return ThumbnailGeometry(sourceWidth: shown.width, sourceHeight: shown.height, slotWidth: slot.width,
+                                 slotHeight: slot.height, mode: kind.mode, upscale: kind.upscale).stored(for: orientation)
+    }
+
+    /// Last step, shared by every decoder: Lanczos from the shrunk image to the output size.
+    func finish(_ shrunk: FloatImage, shrinkFactor: Double, geometry: ThumbnailGeometry) -> PixelBuffer {
+        let region = Lanczos3.Region(x: geometry.cropX / shrinkFactor, y: geometry.cropY / shrinkFactor,
+                                     width: geometry.cropWidth / shrinkFactor, height: geometry.cropHeight / shrinkFactor)
+        return Lanczos3.resample(shrunk, region: region, outputWidth: geometry.outputWidth,
+                                 outputHeight: geometry.outputHeight).pixelBuffer()
+    }
+}
+
+/// A decoder's result in the stored frame, before colour, orientation and mask.
+struct DecodedThumbnail {
+    var pixels: PixelBuffer
+    var storedWidth: Int
+    var storedHeight: Int
+    var orientation: Orientation
+    var colorTransform: ColorProfileTransform?
+    var warning: String?
+}

@@ -1,0 +1,196 @@
+import Dispatch
+import Synchronization
+import ThumbImaging
+
+/// `thumbd render`: one-shot thumbnails of files, in parallel across the cores.
+struct RenderCommand: ThumbdCommand {
+    static let name = "render"
+    static let summary = "render thumbnails of image files"
+    static let usage = """
+        usage: thumbd render INPUT... --slot KIND|SPEC [--slot ...] [--scale N] [--config FILE]
+                             [-o FILE | --out-dir DIR] [--format auto|jpeg|png] [--quality N] [--no-rotate]
+
+          --slot KIND|SPEC   a kind of the config (contact-avatar, large@2x), an inline spec in points
+                             (48x48@3x,fill,circle  256x256,fit  56x56@2x,fill,radius=8), or 'all'
+          --scale N          render at this scale only (default: every scale the kind declares)
+          --config FILE      slot kinds, limits and encoder settings (default: the freedesktop.org kinds)
+          -o FILE            output file (one input, one slot, one scale)
+          --out-dir DIR      outputs named INPUT-BASE.KIND@Nx.EXT (default: the current folder)
+          --format F         auto (PNG when the result has alpha, else JPEG), jpeg or png
+          --quality N        JPEG quality 1-100
+          --no-rotate        ignore EXIF orientation
+          --jobs N           parallel renders (default: one per core)
+
+        exit status: 0 all rendered; 64 usage; 65 an input is not a decodable image or breaks a limit;
+        66 an input is missing; 73/74 output errors; 78 bad config. With several failures, the first's.
+        """
+
+    var inputs: [String]
+    var slots: [String]
+    var scale: Int?
+    var configPath: String?
+    var outputFile: String?
+    var outputFolder: String
+    var format: EncoderSettings.Format?
+    var quality: Int?
+    var appliesOrientation: Bool
+    var jobs: Int
+
+    init(arguments: [String]) throws(UsageError) {
+        let scanner = try ArgumentScanner(arguments, valued: ["--slot", "--scale", "--config", "-o", "--output", "--out-dir",
+                                                              "--format", "--quality", "--jobs"],
+                                          flags: ["--no-rotate"])
+        inputs = scanner.positionals
+        slots = scanner.values("--slot")
+        guard !inputs.isEmpty else { throw UsageError(message: "no input files") }
+        guard !slots.isEmpty else { throw UsageError(message: "--slot is required") }
+        scale = try scanner.integer("--scale", in: SlotSpec.supportedScales)
+        configPath = try scanner.value("--config")
+        outputFile = try scanner.value("-o", "--output")
+        let folder = try scanner.value("--out-dir")
+        guard outputFile == nil || folder == nil else { throw UsageError(message: "give -o or --out-dir, not both") }
+        outputFolder = folder ?? "."
+        if let text = try scanner.value("--format") {
+            guard let parsed = EncoderSettings.Format(rawValue: text) else {
+                throw UsageError(message: "--format must be auto, jpeg or png, got '\(text)'")
+            }
+            format = parsed
+        }
+        quality = try scanner.integer("--quality", in: 1...100)
+        appliesOrientation = !scanner.flag("--no-rotate")
+        jobs = try scanner.integer("--jobs", in: 1...256) ?? System.activeProcessorCount
+    }
+
+    /// One output to produce.
+    struct Job {
+        var input: String
+        var selection: SlotSelection
+        var scale: Int
+        var output: String
+    }
+
+    func run() -> ExitCode {
+        let config: ThumbConfig
+        switch ConfigOption.load(configPath) {
+        case .success(let loaded): config = loaded
+        case .failure(let error):
+            Console.error("thumbd: \(error)")
+            return .config
+        }
+        var encoder = config.encoder
+        if let format { encoder.format = format }
+        if let quality { encoder.jpegQuality = quality }
+
+        let jobs: [Job]
+        do {
+            jobs = try plan(catalog: config.catalog)
+        } catch {
+            Console.error("thumbd render: \(error.message)")
+            return .usage
+        }
+        let thumbnailer = Thumbnailer(limits: config.limits)
+        let failures = Mutex<[Int: Failure]>([:])
+        let lines = Mutex<[Int: String]>([:])
+        let requestEncoder = encoder
+        let orientation = appliesOrientation
+        let work = Mutex(0)
+        let total = jobs.count
+        DispatchQueue.concurrentPerform(iterations: min(self.jobs, total)) { _ in
+            while true {
+                let index: Int = work.withLock { next in
+                    defer { next += 1 }
+                    return next
+                }
+                guard index < total else { return }
+                let job = jobs[index]
+                let request = ThumbnailRequest(kind: job.selection.kind, scale: job.scale, encoder: requestEncoder,
+                                               appliesOrientation: orientation)
+                switch Self.render(job, request: request, thumbnailer: thumbnailer) {
+                case .success(let line): lines.withLock { $0[index] = line }
+                case .failure(let failure): failures.withLock { $0[index] = failure }
+                }
+            }
+        }
+        for index in 0..<total {
+            if let line = lines.withLock({ $0[index] }) { Console.out(line) }
+            if let failure = failures.withLock({ $0[index] }) { Console.error("thumbd: \(failure.message)") }
+        }
+        let allFailures = failures.withLock { $0 }
+        guard let first = allFailures.keys.min(), let code = allFailures[first]?.code else { return .ok }
+        Console.error("thumbd: \(allFailures.count) of \(total) thumbnails failed")
+        return code
+    }
+
+    /// Expands inputs × slots × scales into jobs with output paths.
+    func plan(catalog: SlotCatalog) throws(UsageError) -> [Job] {
+        var selections = [SlotSelection]()
+        for slot in slots {
+            if slot == "all" {
+                selections += catalog.kinds.keys.sorted().compactMap { catalog.kinds[$0] }.map { SlotSelection(kind: $0, scale: nil) }
+                continue
+            }
+            do {
+                selections.append(try catalog.resolve(slot))
+            } catch {
+                throw UsageError(message: error.description)
+            }
+        }
+        var jobs = [Job]()
+        for input in inputs {
+            for selection in selections {
+                for scale in scale.map({ [$0] }) ?? selection.scales {
+                    let base = Self.baseName(of: input)
+                    jobs.append(Job(input: input, selection: selection, scale: scale,
+                                    output: "\(outputFolder)/\(base).\(selection.kind.name)@\(scale)x"))
+                }
+            }
+        }
+        if let outputFile {
+            guard jobs.count == 1 else {
+                throw UsageError(message: "-o writes one file, but this asks for \(jobs.count) (use --out-dir)")
+            }
+            jobs[0].output = outputFile
+        }
+        return jobs
+    }
+
+    static func baseName(of path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return name }
+        return String(name[..<dot])
+    }
+
+    /// Renders one job; the output path gets the format's extension unless -o named it.
+    static func render(_ job: Job, request: ThumbnailRequest, thumbnailer: Thumbnailer) -> Result<String, Failure> {
+        let source: SourceBytes
+        do {
+            source = try SourceBytes.read(path: job.input, maxBytes: thumbnailer.limits.maxFileBytes)
+        } catch {
+            let code: ExitCode = switch error.kind {
+            case .notFound: .noInput
+            case .tooLarge, .notRegularFile: .dataError
+            case .unreadable: .noInput
+            }
+            return .failure(Failure(message: error.description, code: code))
+        }
+        do {
+            let thumbnail = try thumbnailer.thumbnail(of: source, request: request)
+            let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")
+            let path = isNamedOutput ? job.output : "\(job.output).\(thumbnail.format.fileExtension)"
+            try OutputFile.write(thumbnail.bytes, to: path)
+            let warning = thumbnail.warning.map { " (recovered from corrupt data: \($0))" } ?? ""
+            return .success("\(path): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes\(warning)")
+        } catch let error as ImagingError {
+            return .failure(Failure(message: "\(job.input): \(error)", code: .dataError))
+        } catch let error as OutputError {
+            return .failure(Failure(message: "\(error.path): \(error.reason)", code: error.exitCode))
+        } catch {
+            return .failure(Failure(message: "\(job.input): \(error)", code: .ioError))
+        }
+    }
+
+    struct Failure: Error, Sendable {
+        var message: String
+        var code: ExitCode
+    }
+}

@@ -1,0 +1,68 @@
+/// The `thumbd` command: dispatches to one subcommand type per verb.
+enum Thumbd {
+    static let version = "0.1.0"
+
+    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self]
+
+    static let usage = """
+        usage: thumbd <command> [options]
+
+        commands:
+        \(commands.map { "  " + $0.name.padding(toLength: 8, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+
+        thumbd <command> --help   options of one command
+        thumbd --version
+        """
+
+    static func main(arguments: [String]) -> ExitCode {
+        guard let verb = arguments.first else {
+            Console.error(usage)
+            return .usage
+        }
+        switch verb {
+        case "--help", "-h", "help":
+            Console.out(usage)
+            return .ok
+        case "--version", "-V":
+            Console.out("thumbd \(version)")
+            return .ok
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.name == verb }) else {
+            Console.error("thumbd: unknown command '\(verb)'\n\n\(usage)")
+            return .usage
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            Console.out(command.usage)
+            return .ok
+        }
+        do {
+            return try command.init(arguments: rest).run()
+        } catch {
+            Console.error("thumbd \(verb): \(error.message)\n\n\(command.usage)")
+            return .usage
+        }
+    }
+}
+
+/// One subcommand: parsed from its arguments, then run once.
+protocol ThumbdCommand {
+    static var name: String { get }
+    static var summary: String { get }
+    static var usage: String { get }
+    init(arguments: [String]) throws(UsageError)
+    func run() -> ExitCode
+}
+
+/// Exit statuses, from sysexits.h.
+enum ExitCode: Int32 {
+    case ok = 0
+    case usage = 64
+    case dataError = 65
+    case noInput = 66
+    case cannotCreate = 73
+    case ioError = 74
+    case config = 78
+}

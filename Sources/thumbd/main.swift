@@ -1,0 +1,5 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(Thumbd.main(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
