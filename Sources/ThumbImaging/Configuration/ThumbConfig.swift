@@ -7,6 +7,7 @@ public struct ThumbConfig: Sendable, Equatable {
     public var catalog = SlotCatalog()
     public var limits = ImageLimits()
     public var encoder = EncoderSettings()
+    public var shrinkTuning = ShrinkPlan.Tuning()
 
     public init() {}
 
@@ -24,13 +25,24 @@ public struct ThumbConfig: Sendable, Equatable {
 
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets
         }
         if let limits = try root.fields("limits") { config.limits = try parseLimits(limits) }
         if let encoding = try root.fields("encoding") { config.encoder = try parseEncoding(encoding) }
+        if let resampling = try root.fields("resampling") {
+            try resampling.allowOnly(["dctMargin", "boxMargin"])
+            if let margin = try resampling.number("dctMargin") {
+                guard margin >= 1 else { throw resampling.fail("dctMargin", "must be at least 1") }
+                config.shrinkTuning.dctMargin = margin
+            }
+            if let margin = try resampling.number("boxMargin") {
+                guard margin >= 1 else { throw resampling.fail("boxMargin", "must be at least 1") }
+                config.shrinkTuning.boxMargin = margin
+            }
+        }
         guard let kinds = try root.fields("kinds") else { throw root.fail("kinds", "is required") }
         var parsed = [SlotKind]()
         for name in kinds.object.keys.sorted() {
@@ -38,7 +50,8 @@ public struct ThumbConfig: Sendable, Equatable {
                   name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
                 throw kinds.fail(name, "a kind's name starts with a letter and has only letters, digits, - and _")
             }
-            parsed.append(try parseKind(name: name, fields: kinds.fields(name)!))
+            guard let fields = try kinds.fields(name) else { continue }
+            parsed.append(try parseKind(name: name, fields: fields))
         }
         config.catalog = SlotCatalog(kinds: parsed)
         return config

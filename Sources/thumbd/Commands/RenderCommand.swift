@@ -88,7 +88,7 @@ struct RenderCommand: ThumbdCommand {
             Console.error("thumbd render: \(error.message)")
             return .usage
         }
-        let thumbnailer = Thumbnailer(limits: config.limits)
+        let thumbnailer = Thumbnailer(limits: config.limits, tuning: config.shrinkTuning)
         let failures = Mutex<[Int: Failure]>([:])
         let lines = Mutex<[Int: String]>([:])
         let requestEncoder = encoder
