@@ -3,7 +3,7 @@ import Foundation
 /// Anti-aliased masks cut into the output's alpha: each edge pixel gets the fraction of it
 /// that lies inside the shape (estimated from the distance of its centre to the edge).
 enum Mask {
-    static func apply(_ mask: SlotKind.Mask, scale: Int, to image: inout PixelBuffer) {
+    static func apply(_ mask: SlotKind.Mask, pixelsPerPoint: Double, to image: inout PixelBuffer) {
         let width = Double(image.width), height = Double(image.height)
         let coverage: (Double, Double) -> Double
         switch mask {
@@ -16,7 +16,7 @@ enum Mask {
                 return 0.5 - (dx * dx + dy * dy).squareRoot() * r + r
             }
         case .cornerRadius(let points):
-            let radius = min(points * Double(scale), width / 2, height / 2)
+            let radius = min(points * pixelsPerPoint, width / 2, height / 2)
             guard radius > 0 else { return }
             coverage = { x, y in
                 let cx = min(max(x, radius), width - radius)

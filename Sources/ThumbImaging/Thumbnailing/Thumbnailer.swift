@@ -81,7 +81,9 @@ public struct Thumbnailer: Sendable {
         }
         if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
         var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
-        Mask.apply(request.kind.mask, scale: request.scale, to: &pixels)
+        // A source smaller than the slot gives a smaller output: the mask shrinks with it.
+        let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
+        Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
         let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
         return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning)
     }
