@@ -15,6 +15,7 @@ typedef struct {
 } CThumb_PNGMessages;
 
 struct CThumb_PNGDecoder {
+    size_t maxAllocationBytes; // per allocation by libpng; see CThumb_pngMalloc
     png_structp png;
     png_infop info;
     const uint8_t *data;
@@ -44,14 +45,35 @@ static void CThumb_pngRead(png_structp png, png_bytep out, png_size_t count) {
     decoder->offset += count;
 }
 
+// libpng sizes some ancillary-chunk buffers from the declared length before reading them: a
+// 57-byte file declaring a 1 GiB iTXt would get 1 GiB. No single allocation of a decode we
+// want is larger than a few rows, so anything over the cap is refused (libpng then fails or
+// drops the chunk with a warning).
+static png_voidp CThumb_pngMalloc(png_structp png, png_alloc_size_t size) {
+    const CThumb_PNGDecoder *decoder = png_get_mem_ptr(png);
+    if (size > decoder->maxAllocationBytes) return NULL;
+    return malloc(size);
+}
+
+static void CThumb_pngFree(png_structp png, png_voidp pointer) {
+    (void)png;
+    free(pointer);
+}
+
+// Chunks thumbd never uses: skipped unread rather than parsed (and allocated for).
+static const png_byte CThumb_pngIgnoredChunks[] =
+    "bKGD\0eXIf\0hIST\0iTXt\0oFFs\0pCAL\0pHYs\0sBIT\0sCAL\0sPLT\0sTER\0tEXt\0tIME\0zTXt";
+
 CThumb_PNGDecoder *CThumb_PNGDecoderCreate(const uint8_t *data, size_t length, uint32_t maxWidth,
                                            uint32_t maxHeight, size_t maxChunkBytes) {
     CThumb_PNGDecoder *decoder = calloc(1, sizeof(CThumb_PNGDecoder));
     if (!decoder) return NULL;
     decoder->data = data;
     decoder->length = length;
-    decoder->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &decoder->messages,
-                                          CThumb_pngError, CThumb_pngWarning);
+    decoder->maxAllocationBytes = maxChunkBytes + (size_t)maxWidth * 8 * 2;
+    decoder->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &decoder->messages,
+                                            CThumb_pngError, CThumb_pngWarning, decoder,
+                                            CThumb_pngMalloc, CThumb_pngFree);
     if (!decoder->png) {
         free(decoder);
         return NULL;
@@ -65,6 +87,8 @@ CThumb_PNGDecoder *CThumb_PNGDecoderCreate(const uint8_t *data, size_t length, u
     png_set_read_fn(decoder->png, decoder, CThumb_pngRead);
     png_set_user_limits(decoder->png, maxWidth, maxHeight);
     png_set_chunk_malloc_max(decoder->png, maxChunkBytes);
+    png_set_keep_unknown_chunks(decoder->png, PNG_HANDLE_CHUNK_NEVER, CThumb_pngIgnoredChunks,
+                                (int)(sizeof(CThumb_pngIgnoredChunks) / 5));
     return decoder;
 }
 

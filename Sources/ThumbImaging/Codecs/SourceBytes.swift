@@ -29,8 +29,9 @@ public final class SourceBytes: @unchecked Sendable {
     public var format: ImageFormat? {
         let bytes = UnsafeRawBufferPointer(start: buffer.baseAddress, count: count)
         if count >= 3, bytes[0] == 0xFF, bytes[1] == 0xD8, bytes[2] == 0xFF { return .jpeg }
-        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        if count >= 8, zip(bytes.prefix(8), signature).allSatisfy({ $0 == $1 }) { return .png }
+        // Only "\x89PNG": libpng checks the rest of the signature and names the damage
+        // (a file mangled by a text-mode transfer, say).
+        if count >= 4, bytes[0] == 0x89, bytes[1] == 0x50, bytes[2] == 0x4E, bytes[3] == 0x47 { return .png }
         return nil
     }
 

@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""Release-mode benchmark: `thumbd render` against libvips' `vipsthumbnail`.
+
+Both tools render the same files in the same run; see Benchmarks/README.md.
+Measures throughput (images/s), median per-image process time, peak RSS and
+quality (SSIM / PSNR against a float Pillow Lanczos reference).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def import_deps():
+    """Imports numpy, Pillow and scikit-image, pip-installing them if missing."""
+    try:
+        import numpy, PIL, skimage  # noqa: F401
+    except ImportError:
+        pip = [sys.executable, "-m", "pip", "install", "--user", "numpy", "pillow", "scikit-image"]
+        if subprocess.run(pip).returncode != 0:
+            subprocess.run(pip + ["--break-system-packages"], check=True)
+    global np, Image, ImageOps, ssim_fn, psnr_fn
+    import numpy as np
+    from PIL import Image, ImageOps
+    from skimage.metrics import structural_similarity as ssim_fn, peak_signal_noise_ratio as psnr_fn
+
+
+PACKAGE = Path(__file__).resolve().parent.parent
+THUMBD = PACKAGE / ".build/release/thumbd"
+VIPS = "/usr/bin/vipsthumbnail"
+LARGE_PHOTOS = Path("/work/shared/corpus/large-photos")
+GEN_CORPUS = Path("/work/shared/bench-corpus/gen_corpus.py")
+BENCH_DIR = Path("/tmp/thumbbench")
+RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
+
+# slot name -> (thumbd inline spec, vipsthumbnail arguments, output size is a filled square)
+SLOTS = {
+    "large": ("256x256,fit", ["--size", "256x256"], False),
+    "contact-avatar@3x": ("48x48@3x,fill,circle", ["--size", "144x144", "--smartcrop", "centre"], True),
+}
+
+
+# ---------------------------------------------------------------- processes
+
+def run(cmd, stdin_path=None):
+    """Runs cmd; returns (wall seconds, peak RSS in MB, exit code, stderr text).
+
+    The RSS comes from wait4's rusage: the child's own peak, or the largest peak
+    among its waited-for descendants (for xargs: the biggest single vipsthumbnail)."""
+    with tempfile.TemporaryFile() as err, open(stdin_path or os.devnull, "rb") as stdin:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return wall, usage.ru_maxrss / 1024, proc.returncode, err.read().decode(errors="replace")
+
+
+def thumbd_cmd(files, slot, out_dir, jobs, config):
+    cmd = [str(THUMBD), "render", *map(str, files), "--slot", SLOTS[slot][0],
+           "--out-dir", str(out_dir), "--format", "png", "--jobs", str(jobs)]
+    return cmd + (["--config", str(config)] if config else [])
+
+
+def vips_cmd(slot, out_dir):
+    return [VIPS, *SLOTS[slot][1], "-o", f"{out_dir}/%s.png"]
+
+
+def fresh_dir(root, *parts):
+    path = Path(root, *parts)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def thumbd_output(out_dir, src):
+    found = sorted(Path(out_dir).glob(f"{src.stem}.*.png"))
+    return found[0] if found else None
+
+
+def vips_output(out_dir, src):
+    path = Path(out_dir, src.stem + ".png")
+    return path if path.exists() else None
+
+
+# ---------------------------------------------------------------- data sets
+
+def prepare_groups(tmp, quick):
+    """Returns {group: {"files": [...], "unique": [...]}}; files are what gets timed."""
+    photos = sorted(LARGE_PHOTOS.glob("*.jpg"))
+    loops = math.ceil((30 if quick else 100) / len(photos))
+    loop_dir = fresh_dir(tmp, "large-photos")
+    looped = []
+    for i in range(loops):
+        for photo in photos:
+            link = loop_dir / f"r{i:02d}-{photo.name}"
+            link.symlink_to(photo)
+            looped.append(link)
+    if not (BENCH_DIR / "manifest.tsv").exists():
+        print(f"generating {BENCH_DIR} (about 3 minutes) ...", flush=True)
+        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(BENCH_DIR), "--jobs", "2"], check=True)
+    jpegs, pngs = sorted(BENCH_DIR.glob("jpg-*.jpg")), sorted(BENCH_DIR.glob("png-*.png"))
+    if quick:
+        jpegs, pngs = spread(jpegs, 20), spread(pngs, 16)
+    return {
+        "large-photos": {"files": looped, "unique": looped[:len(photos)]},
+        "bench-jpeg": {"files": jpegs, "unique": jpegs},
+        "bench-png": {"files": pngs, "unique": pngs},
+    }
+
+
+def spread(items, k):
+    """k items evenly spaced over the list (all of them if k >= len)."""
+    if k >= len(items):
+        return list(items)
+    return [items[int(i * len(items) / k)] for i in range(k)]
+
+
+def write_config(tmp, dct_margin, box_margin):
+    resampling = {k: v for k, v in (("dctMargin", dct_margin), ("boxMargin", box_margin)) if v is not None}
+    if not resampling:
+        return None
+    path = Path(tmp, "thumbd-bench.json")
+    config = {"kinds": {"large": {"width": 256, "height": 256, "mode": "fit"}}, "resampling": resampling}
+    path.write_text(json.dumps(config))
+    return path
+
+
+# ---------------------------------------------------------------- measurements
+
+def throughput(files, slot, tmp, args, config):
+    """One thumbd process over all files vs vipsthumbnail (xargs -P2 and single process)."""
+    n = len(files)
+    results = {}
+    out = fresh_dir(tmp, "out", "thumbd")
+    wall, rss, rc, err = run(thumbd_cmd(files, slot, out, args.jobs, config))
+    missing = [f.name for f in files if thumbd_output(out, f) is None]
+    results["thumbd"] = dict(wall_s=wall, img_per_s=n / wall, peak_rss_mb=rss, exit_code=rc,
+                             missing=missing, stderr=err.strip().splitlines()[-20:], out_dir=str(out))
+
+    listing = Path(tmp, "files.lst")
+    listing.write_bytes(b"\0".join(str(f).encode() for f in files))
+    chunk = max(1, math.ceil(n / (4 * args.jobs)))
+    variants = {}
+    for variant in ("xargs", "single"):
+        out = fresh_dir(tmp, "out", f"vips-{variant}")
+        if variant == "xargs":
+            cmd = ["xargs", "-0", f"-P{args.jobs}", "-n", str(chunk)] + vips_cmd(slot, out)
+            wall, rss, rc, err = run(cmd, stdin_path=listing)
+        else:
+            wall, rss, rc, err = run(vips_cmd(slot, out) + [str(f) for f in files])
+        missing = [f.name for f in files if vips_output(out, f) is None]
+        variants[variant] = dict(wall_s=wall, img_per_s=n / wall, peak_rss_mb=rss, exit_code=rc,
+                                 missing=missing, stderr=err.strip().splitlines()[-20:], out_dir=str(out))
+    best = min(variants, key=lambda v: variants[v]["wall_s"])
+    results["vips"] = dict(variants[best], variant=best, chunk=chunk, variants=variants)
+    return results
+
+
+def median_ms(files, slot, tmp, config):
+    """Median wall time of one process per image, for each tool."""
+    times = {"thumbd": [], "vips": []}
+    out = fresh_dir(tmp, "out", "per-image")
+    for f in files:
+        times["thumbd"].append(run(thumbd_cmd([f], slot, out, 1, config))[0])
+        times["vips"].append(run(vips_cmd(slot, out) + [str(f)])[0])
+    return {tool: 1000 * statistics.median(t) for tool, t in times.items()}
+
+
+def reference(src, size, fill):
+    """Float32 RGB Pillow Lanczos reference of `size` (w, h): no 8-bit rounding."""
+    with Image.open(src) as im:
+        rgb = ImageOps.exif_transpose(im).convert("RGB")
+    W, H = rgb.size
+    w, h = size
+    box = (0.0, 0.0, float(W), float(H))
+    if fill:
+        scale = max(w / W, h / H)
+        cw, ch = w / scale, h / scale
+        box = ((W - cw) / 2, (H - ch) / 2, (W + cw) / 2, (H + ch) / 2)
+    channels = [c.convert("F").resize(size, Image.LANCZOS, box=box) for c in rgb.split()]
+    return np.stack([np.asarray(c, dtype=np.float32) for c in channels], axis=-1)
+
+
+def compare(output, ref, fill):
+    """(SSIM, PSNR) of an 8-bit PNG output's RGB against the float reference.
+
+    For the avatar only pixels inside a disc of radius 0.45*size count."""
+    with Image.open(output) as im:
+        got = np.asarray(im.convert("RGBA"), dtype=np.float64)[..., :3]
+    ref = ref.astype(np.float64)
+    h, w = ref.shape[:2]
+    mask = np.ones((h, w), bool)
+    if fill:
+        yy, xx = np.mgrid[0:h, 0:w]
+        mask = np.hypot(yy + 0.5 - h / 2, xx + 0.5 - w / 2) < 0.45 * min(w, h)
+    _, smap = ssim_fn(ref, got, channel_axis=-1, data_range=255, full=True)
+    inner = np.zeros_like(mask)
+    inner[3:-3, 3:-3] = True  # skimage's own border crop for win_size 7
+    ssim = float(smap.mean(axis=-1)[mask & inner].mean())
+    if fill:
+        mse = float(((ref - got)[mask] ** 2).mean())
+        psnr = 10 * math.log10(255 ** 2 / mse) if mse else math.inf
+    else:
+        psnr = float(psnr_fn(ref, got, data_range=255))
+    return ssim, psnr
+
+
+def quality(files, slot, dirs):
+    """Mean SSIM/PSNR per tool over files, plus per-image rows and size mismatches."""
+    fill = SLOTS[slot][2]
+    rows, mismatches = [], []
+    for f in files:
+        outputs = {"thumbd": thumbd_output(dirs["thumbd"], f), "vips": vips_output(dirs["vips"], f)}
+        sizes = {}
+        row = {"file": f.name}
+        for tool, path in outputs.items():
+            if path is None:
+                continue
+            with Image.open(path) as im:
+                sizes[tool] = im.size
+            row[tool] = compare(path, reference(f, sizes[tool], fill), fill)
+        if len(set(sizes.values())) > 1:
+            mismatches.append({"file": f.name, **{t: "x".join(map(str, s)) for t, s in sizes.items()}})
+        rows.append(row)
+    means = {}
+    for tool in ("thumbd", "vips"):
+        scores = [r[tool] for r in rows if tool in r]
+        if scores:
+            means[tool] = (statistics.mean(s for s, _ in scores), statistics.mean(p for _, p in scores))
+    return means, rows, mismatches
+
+
+# ---------------------------------------------------------------- main
+
+def build():
+    print("swift build -c release ...", flush=True)
+    subprocess.run(["swift", "build", "-c", "release"], cwd=PACKAGE, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def warm_cache(files):
+    for f in files:
+        with open(f, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
+def bench_group(name, group, slot, tmp, args, config):
+    files = group["files"]
+    print(f"{name:14} {slot:18} {len(files)} images ...", flush=True)
+    warm_cache(group["unique"])
+    tp = throughput(files, slot, tmp, args, config)
+    per_image = median_ms(spread(files, args.timing_sample), slot, tmp, config)
+    dirs = {tool: tp[tool]["out_dir"] for tool in tp}
+    means, rows, mismatches = quality(spread(group["unique"], args.quality_sample), slot, dirs)
+    result = {"group": name, "slot": slot, "images": len(files), "quality_rows": rows,
+              "size_mismatches": mismatches}
+    for tool in ("thumbd", "vips"):
+        ssim, psnr = means.get(tool, (math.nan, math.nan))
+        result[tool] = dict(tp[tool], median_ms=per_image[tool], ssim=ssim, psnr_db=psnr)
+    return result
+
+
+def print_table(results):
+    head = f"{'group':14} {'slot':18} {'tool':10} {'img/s':>7} {'median_ms':>9} {'peak_rss_MB':>11} {'ssim':>7} {'psnr_dB':>7}"
+    print("\n" + head + "\n" + "-" * len(head))
+    for r in results:
+        for tool in ("thumbd", "vips"):
+            m = r[tool]
+            label = tool if tool == "thumbd" else f"vips/{m['variant']}"
+            print(f"{r['group']:14} {r['slot']:18} {label:10} {m['img_per_s']:7.1f} {m['median_ms']:9.0f} "
+                  f"{m['peak_rss_mb']:11.1f} {m['ssim']:7.4f} {m['psnr_db']:7.2f}")
+        t, v = r["thumbd"], r["vips"]
+        print(f"{'':14} {'':18} {'ratio t/v':10} {t['img_per_s'] / v['img_per_s']:7.2f} "
+              f"{t['median_ms'] / v['median_ms']:9.2f} {t['peak_rss_mb'] / v['peak_rss_mb']:11.2f}")
+
+
+def print_oddities(results):
+    for r in results:
+        where = f"{r['group']} {r['slot']}"
+        for tool in ("thumbd", "vips"):
+            m = r[tool]
+            if m["exit_code"] or m["missing"]:
+                print(f"! {where} {tool}: exit {m['exit_code']}, {len(m['missing'])} missing outputs "
+                      f"{m['missing'][:5]}; stderr tail: {m['stderr'][-3:]}")
+        for mm in r["size_mismatches"]:
+            print(f"! {where}: size differs {mm}")
+        for row in r["quality_rows"]:
+            for tool in ("thumbd", "vips"):
+                if tool in row and (row[tool][0] < r[tool]["ssim"] - 0.05 or row[tool][1] < r[tool]["psnr_db"] - 5):
+                    print(f"! {where} {tool}: quality outlier {row['file']} "
+                          f"ssim {row[tool][0]:.4f} psnr {row[tool][1]:.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-build", action="store_true", help="use the existing .build/release/thumbd")
+    parser.add_argument("--quick", action="store_true", help="smaller groups and samples (~2 min)")
+    parser.add_argument("--jobs", type=int, default=2, help="thumbd --jobs and xargs -P (default 2)")
+    parser.add_argument("--dct-margin", type=float, help="thumbd resampling.dctMargin (via a temp config)")
+    parser.add_argument("--box-margin", type=float, help="thumbd resampling.boxMargin (via a temp config)")
+    parser.add_argument("--group", action="append", choices=["large-photos", "bench-jpeg", "bench-png"],
+                        help="only these groups (repeatable)")
+    parser.add_argument("--slot", action="append", choices=list(SLOTS), help="only these slots (repeatable)")
+    parser.add_argument("--json", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
+    args = parser.parse_args()
+    args.timing_sample = 8 if args.quick else 20
+    args.quality_sample = 6 if args.quick else 12
+
+    import_deps()
+    if not args.no_build:
+        build()
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
+        config = write_config(tmp, args.dct_margin, args.box_margin)
+        groups = prepare_groups(tmp, args.quick)
+        results = [bench_group(name, group, slot, tmp, args, config)
+                   for name, group in groups.items() if not args.group or name in args.group
+                   for slot in SLOTS if not args.slot or slot in args.slot]
+    for r in results:
+        for tool in ("thumbd", "vips"):
+            r[tool].pop("out_dir", None)
+            for v in r[tool].get("variants", {}).values():
+                v.pop("out_dir", None)
+    print_table(results)
+    print_oddities(results)
+    print(f"\nquality: mean over {args.quality_sample} images per group (large-photos: its distinct photos); "
+          f"median_ms over {args.timing_sample}; took {time.time() - started:.0f} s")
+
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "quick": args.quick, "jobs": args.jobs,
+            "dct_margin": args.dct_margin, "box_margin": args.box_margin,
+            "timing_sample": args.timing_sample, "quality_sample": args.quality_sample,
+            "vips_version": subprocess.run([VIPS, "--vips-version"], capture_output=True, text=True).stdout.strip(),
+            "git_head": subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE, capture_output=True,
+                                       text=True).stdout.strip()}
+    args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

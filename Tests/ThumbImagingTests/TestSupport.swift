@@ -1,0 +1,268 @@
+import Foundation
+import Testing
+@testable import ThumbImaging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Paths, the corpus manifest, and the expected-size rule, shared by the test files.
+enum Paths {
+    /// The package root, found from this file's location (Tests/ThumbImagingTests/TestSupport.swift).
+    static let packageRoot: String = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }()
+
+    /// `../shared/corpus` from the package root.
+    static let corpus: String = {
+        URL(fileURLWithPath: packageRoot).appendingPathComponent("../shared/corpus").standardizedFileURL.path
+    }()
+
+    static let sampleConfig = packageRoot + "/Samples/thumbd.json"
+
+    static func corpusFile(_ set: String, _ file: String) -> String { "\(corpus)/\(set)/\(file)" }
+
+    /// The thumbd binary `swift build` / `swift test` produced: the newest of debug and release.
+    static var thumbdBinary: String? {
+        let candidates = ["debug", "release"].map { "\(packageRoot)/.build/\($0)/thumbd" }
+        let existing = candidates.compactMap { path -> (String, Date)? in
+            guard FileManager.default.isExecutableFile(atPath: path),
+                  let date = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
+            else { return nil }
+            return (path, date)
+        }
+        return existing.max { $0.1 < $1.1 }?.0
+    }
+}
+
+/// One row of `manifest.tsv`.
+struct ManifestEntry: Sendable, CustomTestStringConvertible {
+    var set: String
+    var file: String
+    var format: String
+    var storedWidth: Int?
+    var storedHeight: Int?
+    var status: String
+    var decoderDetail: String
+    var pillowInfo: String
+    var note: String
+
+    var path: String { Paths.corpusFile(set, file) }
+    var testDescription: String { "\(set)/\(file)" }
+
+    /// EXIF orientation as Pillow read it (`orient=N`), 1 when absent.
+    var orientation: Int {
+        guard let range = pillowInfo.range(of: "orient=") else { return 1 }
+        return Int(pillowInfo[range.upperBound...].prefix(while: \.isNumber)) ?? 1
+    }
+
+    /// 12-bit and lossless JPEGs: valid files that an 8-bit libjpeg may or may not decode.
+    var isHighPrecisionJPEG: Bool {
+        decoderDetail.contains("precision 12") || decoderDetail.contains("SOF type 0xc3")
+    }
+}
+
+enum Manifest {
+    static let entries: [ManifestEntry] = {
+        guard let text = try? String(contentsOfFile: Paths.corpus + "/manifest.tsv", encoding: .utf8) else {
+            return []
+        }
+        return text.split(separator: "\n").dropFirst().compactMap { line in
+            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard cols.count >= 9 else { return nil }
+            let dims = cols[5].split(separator: " ").first.map(String.init) ?? ""
+            let sides = dims.split(separator: "x").map { Int($0) }
+            return ManifestEntry(set: cols[0], file: cols[1], format: cols[4],
+                                 storedWidth: sides.count == 2 ? sides[0] : nil,
+                                 storedHeight: sides.count == 2 ? sides[1] : nil,
+                                 status: cols[6], decoderDetail: cols[8],
+                                 pillowInfo: cols.count > 12 ? cols[12] : "", note: cols.count > 13 ? cols[13] : "")
+        }
+    }()
+
+    static func with(status: String) -> [ManifestEntry] { entries.filter { $0.status == status } }
+}
+
+/// The no-upscaling geometry rule, computed independently of `ThumbnailGeometry`.
+enum ExpectedSize {
+    static func of(sourceWidth sw: Int, sourceHeight sh: Int, slotWidth tw: Int, slotHeight th: Int,
+                   fill: Bool) -> (width: Int, height: Int) {
+        let (sw, sh, tw, th) = (Double(sw), Double(sh), Double(tw), Double(th))
+        if fill {
+            if sw >= tw && sh >= th { return (Int(tw), Int(th)) }
+            let shrink = min(sw / tw, sh / th)
+            return (max(1, Int((tw * shrink).rounded())), max(1, Int((th * shrink).rounded())))
+        }
+        let scale = min(tw / sw, th / sh, 1)
+        return (max(1, min(Int(tw), Int((sw * scale).rounded()))), max(1, min(Int(th), Int((sh * scale).rounded()))))
+    }
+}
+
+/// The sample config, loaded once.
+enum Sample {
+    static let config: ThumbConfig? = try? ThumbConfig.load(path: Paths.sampleConfig)
+
+    static func request(_ slot: String, format: EncoderSettings.Format = .auto,
+                        appliesOrientation: Bool = true) throws -> ThumbnailRequest {
+        let config = try #require(config, "cannot load \(Paths.sampleConfig)")
+        let selection = try config.catalog.resolve(slot)
+        var encoder = EncoderSettings()
+        encoder.format = format
+        return ThumbnailRequest(kind: selection.kind, scale: selection.scale ?? selection.kind.scales[0],
+                                encoder: encoder, appliesOrientation: appliesOrientation)
+    }
+}
+
+/// Reads a corpus (or any) file into `SourceBytes`.
+func loadSource(_ path: String) throws -> SourceBytes {
+    try SourceBytes.read(path: path, maxBytes: 1 << 30)
+}
+
+// MARK: - Pixel comparison
+
+enum Pixels {
+    /// Mean absolute difference over the RGB channels of two same-size images, 0–255.
+    static func meanAbsoluteError(_ a: [UInt8], channelsA: Int, _ b: [UInt8], channelsB: Int) -> Double {
+        let count = min(a.count / channelsA, b.count / channelsB)
+        guard count > 0 else { return .infinity }
+        var sum = 0
+        for pixel in 0..<count {
+            for channel in 0..<3 {
+                sum += abs(Int(a[pixel * channelsA + channel]) - Int(b[pixel * channelsB + channel]))
+            }
+        }
+        return Double(sum) / Double(count * 3)
+    }
+
+    static func rgb(_ buffer: PixelBuffer, x: Int, y: Int) -> (r: Int, g: Int, b: Int, a: Int) {
+        let at = (y * buffer.width + x) * buffer.channels
+        let alpha = buffer.channels == 4 ? Int(buffer.bytes[at + 3]) : 255
+        return (Int(buffer.bytes[at]), Int(buffer.bytes[at + 1]), Int(buffer.bytes[at + 2]), alpha)
+    }
+}
+
+// MARK: - Python (Pillow) reference computations
+
+enum Python {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Runs `python3 -c script args...`; returns stdout. Fails loudly when python3 or Pillow is missing.
+    static func run(_ script: String, _ arguments: [String] = []) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        do {
+            try process.run()
+        } catch {
+            throw Failure(description: "python3 is required for reference images (install python3, Pillow, numpy): \(error)")
+        }
+        // Read both pipes concurrently so neither fills up.
+        nonisolated(unsafe) var errData = Data()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let message = String(decoding: errData, as: UTF8.self)
+            throw Failure(description: "python3 failed (is Pillow/numpy installed? `pip install pillow numpy`): \(message)")
+        }
+        return data
+    }
+
+    /// Pillow's `Image.open(path).convert(mode).resize((w, h), LANCZOS)` as raw bytes.
+    static func pillowResized(_ path: String, width: Int, height: Int, mode: String = "RGB",
+                              transpose: Bool = false) throws -> [UInt8] {
+        let script = """
+            import sys
+            from PIL import Image, ImageOps
+            im = Image.open(sys.argv[1])
+            if sys.argv[5] == '1': im = ImageOps.exif_transpose(im)
+            im = im.convert(sys.argv[4]).resize((int(sys.argv[2]), int(sys.argv[3])), Image.LANCZOS)
+            sys.stdout.buffer.write(im.tobytes())
+            """
+        return [UInt8](try run(script, [path, "\(width)", "\(height)", mode, transpose ? "1" : "0"]))
+    }
+
+    /// Size of an encoded image as Pillow sees it, after a full load.
+    static func pillowSize(of bytes: [UInt8]) throws -> (width: Int, height: Int, format: String) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-test-\(UUID()).img")
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let script = """
+            import sys
+            from PIL import Image
+            im = Image.open(sys.argv[1]); im.load()
+            print(im.size[0], im.size[1], im.format)
+            """
+        let words = String(decoding: try run(script, [file.path]), as: UTF8.self).split(separator: " ")
+        guard words.count == 3, let w = Int(words[0]), let h = Int(words[1]) else {
+            throw Failure(description: "unexpected Pillow output: \(words)")
+        }
+        return (w, h, words[2].trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+// MARK: - Building PNGs in tests
+
+enum PNGBuilder {
+    static let crcTable: [UInt32] = (0..<256).map { n in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var c: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { c = crcTable[Int((c ^ UInt32(byte)) & 0xFF)] ^ (c >> 8) }
+        return c ^ 0xFFFF_FFFF
+    }
+
+    static func adler32(_ bytes: [UInt8]) -> UInt32 {
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in bytes { a = (a + UInt32(byte)) % 65521; b = (b + a) % 65521 }
+        return b << 16 | a
+    }
+
+    static func be32(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let body = Array(type.utf8) + data
+        return be32(UInt32(data.count)) + body + be32(crc32(body))
+    }
+
+    /// A zlib stream of stored (uncompressed) deflate blocks.
+    static func zlibStored(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let length = min(65535, data.count - offset)
+            let final: UInt8 = offset + length >= data.count ? 1 : 0
+            out += [final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            out += data[offset..<(offset + length)]
+            offset += length
+        } while offset < data.count
+        return out + be32(adler32(data))
+    }
+
+    /// A PNG with the given IHDR fields and raw scanlines (filter byte 0 is added per row).
+    static func png(width: UInt32, height: UInt32, bitDepth: UInt8, colorType: UInt8, rows: [[UInt8]],
+                    extraChunks: [[UInt8]] = []) -> [UInt8] {
+        let ihdr = be32(width) + be32(height) + [bitDepth, colorType, 0, 0, 0]
+        var raw = [UInt8]()
+        for row in rows { raw.append(0); raw += row }
+        var out: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        out += chunk("IHDR", ihdr)
+        for extra in extraChunks { out += extra }
+        out += chunk("IDAT", zlibStored(raw))
+        out += chunk("IEND", [])
+        return out
+    }
+}
