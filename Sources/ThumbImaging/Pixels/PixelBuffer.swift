@@ -71,16 +71,23 @@ public struct PixelBuffer: Sendable, Equatable {
 }
 
 /// Premultiplied floating-point pixels (0...255 scale) between the shrink and resample steps.
+/// Always four lanes a pixel (the fourth is alpha, or unused for RGB sources) so that every
+/// step works a pixel at a time in one SIMD register.
 struct FloatImage {
     let width: Int
     let height: Int
-    let channels: Int
-    var samples: [Float]
+    /// Whether the fourth lane carries alpha (else it is ignored).
+    let hasAlpha: Bool
+    var pixels: [SIMD4<Float>]
 
-    init(width: Int, height: Int, channels: Int) {
+    /// Zero-filled, or left uninitialised (`zeroed: false`) for a caller that writes every pixel.
+    init(width: Int, height: Int, hasAlpha: Bool, zeroed: Bool = true) {
         self.width = width
         self.height = height
-        self.channels = channels
-        samples = [Float](repeating: 0, count: width * height * channels)
+        self.hasAlpha = hasAlpha
+        let count = width * height
+        pixels = zeroed
+            ? [SIMD4<Float>](repeating: .zero, count: count)
+            : [SIMD4<Float>](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 }

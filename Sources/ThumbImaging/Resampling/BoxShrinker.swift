@@ -6,17 +6,17 @@
 final class BoxShrinker {
     let sourceWidth: Int
     let sourceHeight: Int
+    /// Bytes a source pixel: 3 (RGB) or 4 (RGBA, straight alpha: premultiplied while summing).
     let channels: Int
     let factor: Int
     let outputWidth: Int
     let outputHeight: Int
     private(set) var output: FloatImage
-    private var accumulator: [UInt32]
+    private var sums: [SIMD4<UInt32>]
     private var rowsInBand = 0
     private var outputRow = 0
     private(set) var rowsConsumed = 0
 
-    /// `channels` is 3 (RGB) or 4 (RGBA, straight alpha: premultiplied while summing).
     init(sourceWidth: Int, sourceHeight: Int, channels: Int, factor: Int) {
         self.sourceWidth = sourceWidth
         self.sourceHeight = sourceHeight
@@ -24,8 +24,8 @@ final class BoxShrinker {
         self.factor = max(1, factor)
         outputWidth = (sourceWidth + self.factor - 1) / self.factor
         outputHeight = (sourceHeight + self.factor - 1) / self.factor
-        output = FloatImage(width: outputWidth, height: outputHeight, channels: channels)
-        accumulator = [UInt32](repeating: 0, count: outputWidth * channels)
+        output = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: channels == 4, zeroed: false)
+        sums = [SIMD4<UInt32>](repeating: .zero, count: outputWidth)
     }
 
     var isComplete: Bool { rowsConsumed >= sourceHeight }
@@ -38,73 +38,70 @@ final class BoxShrinker {
     }
 
     private func consume(row: UnsafePointer<UInt8>) {
+        if factor == 1 { return copy(row: row) }
         rowsConsumed += 1
-        accumulator.withUnsafeMutableBufferPointer { sums in
-            let sums = sums.baseAddress!
-            if channels == 3 {
-                Self.accumulateRGB(row: row, width: sourceWidth, factor: factor, into: sums)
-            } else {
-                Self.accumulateRGBA(row: row, width: sourceWidth, factor: factor, into: sums)
+        sums.withUnsafeMutableBufferPointer { sums in
+            var source = row
+            var x = 0
+            for block in 0..<outputWidth {
+                let end = min(x + factor, sourceWidth)
+                var sum = SIMD4<UInt32>.zero
+                if channels == 3 {
+                    while x < end {
+                        sum &+= SIMD4(UInt32(source[0]), UInt32(source[1]), UInt32(source[2]), 0)
+                        source += 3
+                        x += 1
+                    }
+                } else {
+                    while x < end {
+                        let alpha = UInt32(source[3])
+                        sum &+= SIMD4(UInt32(source[0]) &* alpha, UInt32(source[1]) &* alpha, UInt32(source[2]) &* alpha, alpha)
+                        source += 4
+                        x += 1
+                    }
+                }
+                sums[block] &+= sum
             }
         }
         rowsInBand += 1
         if rowsInBand == factor || rowsConsumed == sourceHeight { emitBand() }
     }
 
-    private static func accumulateRGB(row: UnsafePointer<UInt8>, width: Int, factor: Int,
-                                      into sums: UnsafeMutablePointer<UInt32>) {
-        var source = row
-        var x = 0
-        var block = 0
-        while x < width {
-            let end = min(x + factor, width)
-            var r: UInt32 = 0, g: UInt32 = 0, b: UInt32 = 0
-            while x < end {
-                r &+= UInt32(source[0]); g &+= UInt32(source[1]); b &+= UInt32(source[2])
-                source += 3
-                x += 1
+    /// Factor 1: no block to sum, just widen (and premultiply) straight into the output row.
+    private func copy(row: UnsafePointer<UInt8>) {
+        let base = rowsConsumed * outputWidth
+        output.pixels.withUnsafeMutableBufferPointer { pixels in
+            let out = pixels.baseAddress! + base
+            if channels == 3 {
+                for x in 0..<outputWidth {
+                    out[x] = SIMD4(Float(row[x * 3]), Float(row[x * 3 + 1]), Float(row[x * 3 + 2]), 255)
+                }
+            } else {
+                for x in 0..<outputWidth {
+                    let alpha = Float(row[x * 4 + 3])
+                    let colour = SIMD4(Float(row[x * 4]), Float(row[x * 4 + 1]), Float(row[x * 4 + 2]), 255)
+                    out[x] = colour * (alpha / 255)
+                }
             }
-            sums[block] &+= r; sums[block + 1] &+= g; sums[block + 2] &+= b
-            block += 3
         }
-    }
-
-    private static func accumulateRGBA(row: UnsafePointer<UInt8>, width: Int, factor: Int,
-                                       into sums: UnsafeMutablePointer<UInt32>) {
-        var source = row
-        var x = 0
-        var block = 0
-        while x < width {
-            let end = min(x + factor, width)
-            var r: UInt32 = 0, g: UInt32 = 0, b: UInt32 = 0, a: UInt32 = 0
-            while x < end {
-                let alpha = UInt32(source[3])
-                r &+= UInt32(source[0]) &* alpha; g &+= UInt32(source[1]) &* alpha
-                b &+= UInt32(source[2]) &* alpha; a &+= alpha
-                source += 4
-                x += 1
-            }
-            sums[block] &+= r; sums[block + 1] &+= g; sums[block + 2] &+= b; sums[block + 3] &+= a
-            block += 4
-        }
+        rowsConsumed += 1
+        outputRow += 1
     }
 
     private func emitBand() {
-        let blockHeight = rowsInBand
-        let channels = self.channels
-        let lastBlockWidth = sourceWidth - (outputWidth - 1) * factor
-        let base = outputRow * outputWidth * channels
-        output.samples.withUnsafeMutableBufferPointer { out in
-            accumulator.withUnsafeMutableBufferPointer { sums in
+        let blockHeight = Float(rowsInBand)
+        let lastBlockWidth = Float(sourceWidth - (outputWidth - 1) * factor)
+        let fullBlockWidth = Float(factor)
+        // Premultiplied sums carry alpha × colour (0...255²): one more 1/255 for the colour lanes.
+        let lanes: SIMD4<Float> = channels == 4 ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(1, 1, 1, 0)
+        let opaque: SIMD4<Float> = channels == 4 ? .zero : SIMD4(0, 0, 0, 255)
+        let base = outputRow * outputWidth
+        output.pixels.withUnsafeMutableBufferPointer { pixels in
+            sums.withUnsafeMutableBufferPointer { sums in
                 for x in 0..<outputWidth {
-                    let pixels = Float((x == outputWidth - 1 ? lastBlockWidth : factor) * blockHeight)
-                    let colourScale = channels == 4 ? 1 / (pixels * 255) : 1 / pixels
-                    let at = x * channels
-                    for channel in 0..<3 {
-                        out[base + at + channel] = Float(sums[at + channel]) * colourScale
-                    }
-                    if channels == 4 { out[base + at + 3] = Float(sums[at + 3]) / pixels }
-                    for channel in 0..<channels { sums[at + channel] = 0 }
+                    let area = (x == outputWidth - 1 ? lastBlockWidth : fullBlockWidth) * blockHeight
+                    pixels[base + x] = SIMD4<Float>(sums[x]) * (lanes / area) + opaque
+                    sums[x] = .zero
                 }
             }
         }

@@ -54,7 +54,6 @@ enum Lanczos3 {
 
     /// Resamples `region` of `image` to `outputWidth` × `outputHeight` pixels.
     static func resample(_ image: FloatImage, region: Region, outputWidth: Int, outputHeight: Int) -> FloatImage {
-        let channels = image.channels
         let horizontal = taps(sourceSize: image.width, start: region.x, length: region.width, outputSize: outputWidth)
         let vertical = taps(sourceSize: image.height, start: region.y, length: region.height, outputSize: outputHeight)
         // Only the source rows that some vertical tap reads go through the horizontal pass.
@@ -64,88 +63,68 @@ enum Lanczos3 {
             endRow = max(endRow, Int(vertical.first[index] + vertical.count[index]))
         }
         if endRow <= firstRow { firstRow = 0; endRow = 0 }
-        var middle = FloatImage(width: outputWidth, height: endRow - firstRow, channels: channels)
-        image.samples.withUnsafeBufferPointer { src in
-            middle.samples.withUnsafeMutableBufferPointer { dst in
-                for row in firstRow..<endRow {
-                    let input = src.baseAddress! + row * image.width * channels
-                    let output = dst.baseAddress! + (row - firstRow) * outputWidth * channels
-                    convolve(input: input, inputStep: channels, output: output, outputStep: channels,
-                             taps: horizontal, outputCount: outputWidth, channels: channels)
+        var middle = FloatImage(width: outputWidth, height: endRow - firstRow, hasAlpha: image.hasAlpha, zeroed: false)
+        image.pixels.withUnsafeBufferPointer { source in
+            middle.pixels.withUnsafeMutableBufferPointer { destination in
+                horizontal.weights.withUnsafeBufferPointer { weights in
+                    for row in firstRow..<endRow {
+                        let input = source.baseAddress! + row * image.width
+                        let output = destination.baseAddress! + (row - firstRow) * outputWidth
+                        for x in 0..<outputWidth {
+                            let taps = Int(horizontal.count[x])
+                            let pixel = input + Int(horizontal.first[x])
+                            let weight = weights.baseAddress! + x * horizontal.maxTaps
+                            var sum = SIMD4<Float>.zero
+                            for tap in 0..<taps { sum += pixel[tap] * weight[tap] }
+                            output[x] = sum
+                        }
+                    }
                 }
             }
         }
-        var result = FloatImage(width: outputWidth, height: outputHeight, channels: channels)
-        let rowLength = outputWidth * channels
-        middle.samples.withUnsafeBufferPointer { src in
-            result.samples.withUnsafeMutableBufferPointer { dst in
-                var accumulator = [Float](repeating: 0, count: rowLength)
-                for y in 0..<outputHeight {
-                    for index in 0..<rowLength { accumulator[index] = 0 }
-                    let first = Int(vertical.first[y]) - firstRow
-                    for tap in 0..<Int(vertical.count[y]) {
-                        let weight = vertical.weights[y * vertical.maxTaps + tap]
-                        let input = src.baseAddress! + (first + tap) * rowLength
-                        for index in 0..<rowLength { accumulator[index] += input[index] * weight }
+        var result = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: image.hasAlpha)
+        middle.pixels.withUnsafeBufferPointer { source in
+            result.pixels.withUnsafeMutableBufferPointer { destination in
+                vertical.weights.withUnsafeBufferPointer { weights in
+                    for y in 0..<outputHeight {
+                        let output = destination.baseAddress! + y * outputWidth
+                        let first = source.baseAddress! + (Int(vertical.first[y]) - firstRow) * outputWidth
+                        let weight = weights.baseAddress! + y * vertical.maxTaps
+                        for tap in 0..<Int(vertical.count[y]) {
+                            let input = first + tap * outputWidth
+                            let w = weight[tap]
+                            for x in 0..<outputWidth { output[x] += input[x] * w }
+                        }
                     }
-                    let output = dst.baseAddress! + y * rowLength
-                    for index in 0..<rowLength { output[index] = accumulator[index] }
                 }
             }
         }
         return result
     }
-
-    private static func convolve(input: UnsafePointer<Float>, inputStep: Int, output: UnsafeMutablePointer<Float>,
-                                 outputStep: Int, taps: Taps, outputCount: Int, channels: Int) {
-        taps.weights.withUnsafeBufferPointer { weights in
-            for index in 0..<outputCount {
-                let first = Int(taps.first[index])
-                let count = Int(taps.count[index])
-                let w = weights.baseAddress! + index * taps.maxTaps
-                var p = input + first * inputStep
-                if channels == 3 {
-                    var r: Float = 0, g: Float = 0, b: Float = 0
-                    for tap in 0..<count {
-                        r += p[0] * w[tap]; g += p[1] * w[tap]; b += p[2] * w[tap]
-                        p += inputStep
-                    }
-                    output[index * outputStep] = r; output[index * outputStep + 1] = g; output[index * outputStep + 2] = b
-                } else {
-                    var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
-                    for tap in 0..<count {
-                        r += p[0] * w[tap]; g += p[1] * w[tap]; b += p[2] * w[tap]; a += p[3] * w[tap]
-                        p += inputStep
-                    }
-                    let at = index * outputStep
-                    output[at] = r; output[at + 1] = g; output[at + 2] = b; output[at + 3] = a
-                }
-            }
-        }
-    }
 }
 
 extension FloatImage {
-    /// Back to 8-bit straight alpha, rounding and clamping the Lanczos overshoot.
+    /// Back to 8-bit straight alpha (RGB when the source had none), rounding and clamping
+    /// the Lanczos overshoot.
     func pixelBuffer() -> PixelBuffer {
+        let channels = hasAlpha ? 4 : 3
         var bytes = [UInt8](repeating: 0, count: width * height * channels)
-        samples.withUnsafeBufferPointer { src in
-            bytes.withUnsafeMutableBufferPointer { dst in
-                @inline(__always) func clamp(_ value: Float) -> UInt8 {
-                    UInt8(max(0, min(255, value + 0.5)))
-                }
-                if channels == 3 {
-                    for index in 0..<(width * height * 3) { dst[index] = clamp(src[index]) }
-                } else {
-                    for pixel in 0..<(width * height) {
-                        let at = pixel * 4
-                        let alpha = max(0, min(255, src[at + 3]))
+        pixels.withUnsafeBufferPointer { source in
+            bytes.withUnsafeMutableBufferPointer { destination in
+                let low = SIMD4<Float>(repeating: 0), high = SIMD4<Float>(repeating: 255)
+                for index in 0..<(width * height) {
+                    var pixel = source[index]
+                    if hasAlpha {
+                        let alpha = pixel.clamped(lowerBound: low, upperBound: high)[3]
                         let unpremultiply: Float = alpha > 0.5 ? 255 / alpha : 0
-                        dst[at] = clamp(src[at] * unpremultiply)
-                        dst[at + 1] = clamp(src[at + 1] * unpremultiply)
-                        dst[at + 2] = clamp(src[at + 2] * unpremultiply)
-                        dst[at + 3] = clamp(alpha)
+                        pixel = SIMD4(pixel[0] * unpremultiply, pixel[1] * unpremultiply, pixel[2] * unpremultiply, alpha)
                     }
+                    let rounded = (pixel + 0.5).clamped(lowerBound: low, upperBound: high)
+                    let at = index * channels
+                    destination[at] = UInt8(rounded[0])
+                    destination[at + 1] = UInt8(rounded[1])
+                    destination[at + 2] = UInt8(rounded[2])
+                    if hasAlpha { destination[at + 3] = UInt8(rounded[3]) }
                 }
             }
         }
