@@ -1,0 +1,76 @@
+import ThumbImaging
+
+/// Identifies one thumbnail: asset version, kind geometry, scale, encoder settings and the
+/// pipeline version. A changed file or a changed kind gives a different key, so it can never
+/// be answered with an old thumbnail.
+public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
+    /// Bumped whenever rendering changes output for the same inputs.
+    public static let pipelineVersion = 1
+
+    /// The full text the key stands for (kept in the index, compared on lookup).
+    public let descriptor: String
+    /// 32 hex digits: the cache file's name and the ETag.
+    public let digest: String
+    public let assetPath: String
+
+    public init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true) {
+        let mask = switch kind.mask {
+        case .none: "none"
+        case .circle: "circle"
+        case .cornerRadius(let points): "radius\(points)"
+        }
+        let geometry = "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
+        let encoding = "\(encoder.format.rawValue)|q\(encoder.jpegQuality)|\(encoder.jpegProgressive ? "prog" : "base")|z\(encoder.pngCompressionLevel)"
+        descriptor = "v\(Self.pipelineVersion)|\(asset)|\(geometry)|@\(scale)|\(encoding)|\(appliesOrientation ? "rot" : "norot")"
+        digest = Self.digest(of: descriptor)
+        assetPath = asset.path
+    }
+
+    public var description: String { digest }
+
+    /// Two independent 64-bit FNV-1a lanes, each finished with a SplitMix64 mix: a name for a
+    /// file, not a security boundary (the index keeps and compares the full descriptor).
+    static func digest(of text: String) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in text.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            second = (second ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 ^ (second >> 29)
+        }
+        func mix(_ value: UInt64) -> UInt64 {
+            var z = value &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        func hex(_ value: UInt64) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }
+        return hex(mix(first)) + hex(mix(second))
+    }
+}
+
+/// A thumbnail as the cache holds it: encoded bytes and where they live on disk.
+public struct CachedThumbnail: Sendable, Equatable {
+    public var key: CacheKey
+    public var bytes: [UInt8]
+    /// The cache file other local services may read directly.
+    public var filePath: String
+    public var format: ImageFormat
+    /// Output size, pixels.
+    public var width: Int
+    public var height: Int
+
+    /// A strong ETag: the key's digest, quoted.
+    public var etag: String { "\"\(key.digest)\"" }
+
+    public init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int) {
+        self.key = key
+        self.bytes = bytes
+        self.filePath = filePath
+        self.format = format
+        self.width = width
+        self.height = height
+    }
+}

@@ -1,0 +1,25 @@
+import ThumbImaging
+
+/// A store of rendered thumbnails by key. The memory and disk caches both have this ability;
+/// the pipeline composes them, and tests substitute their own.
+public protocol ThumbnailCaching: AnyObject, Sendable {
+    /// The thumbnail for `key`, or nil. A hit counts as a use for eviction.
+    func thumbnail(for key: CacheKey) -> CachedThumbnail?
+    /// Stores `thumbnail`, already rendered and carrying its final `filePath`.
+    func insert(_ thumbnail: CachedThumbnail) throws(CacheError)
+    /// Drops every thumbnail of the asset at `assetPath` (relative to the asset root).
+    func removeThumbnails(ofAsset assetPath: String)
+}
+
+/// A cache that cannot do what was asked (the disk is full, the index is unwritable).
+public struct CacheError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var reason: String
+
+    public init(operation: String, reason: String) {
+        self.operation = operation
+        self.reason = reason
+    }
+
+    public var description: String { "\(operation): \(reason)" }
+}
