@@ -28,7 +28,8 @@ public struct AssetRoot: Sendable {
 
     public init(path: String, excluding excluded: [String] = []) throws(SystemError) {
         self.path = try Self.realPath(path)
-        self.excluded = excluded.compactMap { try? Self.realPath($0) }
+        // A folder that does not exist yet (the cache, before its first write) is kept as given.
+        self.excluded = excluded.map { (try? Self.realPath($0)) ?? $0 }
     }
 
     /// Resolves `relative` (as a client sent it) to an absolute path and its current version.

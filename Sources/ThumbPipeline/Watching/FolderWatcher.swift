@@ -1,0 +1,376 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Watches the asset root recursively with inotify and reports completed files, removals and
+/// "rescan needed" on one background thread.
+///
+/// - A watch is kept on every folder under the root except hidden ones, excluded ones and
+///   symlinks. A folder that appears (created or moved in) is watched first and listed second,
+///   and every image already inside is reported `.changed`: files written before the watch
+///   existed are not lost (the classic inotify race). A file may therefore be reported twice.
+/// - `.changed` means a file was closed after writing (`IN_CLOSE_WRITE`) or renamed into place
+///   (`IN_MOVED_TO`), never merely created or modified. Files found by listing a new folder are
+///   reported even if a writer still has them open; their close is then reported again.
+/// - The handler runs on the watcher thread, one event at a time, in order. A slow handler lets
+///   the kernel queue overflow, which is reported as `.rescan`.
+/// - `stop()` must be called: the thread keeps the watcher alive until then.
+public final class FolderWatcher: @unchecked Sendable {
+    public enum Event: Sendable, Hashable {
+        /// An image file (relative path) was completely written or renamed into place.
+        case changed(path: String)
+        /// An image file was deleted or renamed away.
+        case removed(path: String)
+        /// A folder was deleted or renamed away: everything under it is gone.
+        case removedFolder(path: String)
+        /// Events were lost (queue overflow) or the root itself was deleted or moved: the
+        /// consumer must reconcile with `AssetScanner`. After a root deletion or move nothing
+        /// more is reported; create a new watcher once the root exists again.
+        case rescan
+    }
+
+    public let root: AssetRoot
+    private let handler: @Sendable (Event) -> Void
+    private let inotifyFD: Int32
+    /// The stop channel (a socket pair: Glibc's Swift module has neither `pipe2` nor `eventfd`,
+    /// and `pipe` + `fcntl` would leak the fds into a concurrent fork): `stop()` writes a byte,
+    /// which wakes `poll`.
+    private let wakeReadFD: Int32
+    private let wakeWriteFD: Int32
+    private let stopping = Atomic<Bool>(false)
+    private let control = Mutex<Control>(Control())
+    private let table = Mutex<WatchTable>(WatchTable())
+
+    private struct Control {
+        enum Phase { case idle, running, stopped }
+        var phase = Phase.idle
+        var thread: pthread_t?
+    }
+
+    /// What every folder watch asks for. `IN_CREATE` only matters for folders (files count at
+    /// close); `IN_ONLYDIR|IN_DONT_FOLLOW` refuse a path that became a file or a symlink.
+    static let watchMask: UInt32 = UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM)
+        | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)
+        | UInt32(IN_ONLYDIR) | UInt32(IN_DONT_FOLLOW) | UInt32(IN_EXCL_UNLINK)
+
+    /// Size of the read buffer: room for hundreds of events per read.
+    static let bufferSize = 64 * 1024
+
+    public init(root: AssetRoot, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+        self.root = root
+        self.handler = handler
+        inotifyFD = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
+        var pipeFDs: [Int32] = [-1, -1]
+        do throws(SystemError) {
+            let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+            try systemCall("socketpair for folder watcher") { socketpair(AF_UNIX, type, 0, &pipeFDs) }
+        } catch {
+            close(inotifyFD)
+            throw error
+        }
+        wakeReadFD = pipeFDs[0]
+        wakeWriteFD = pipeFDs[1]
+    }
+
+    deinit {
+        close(inotifyFD)
+        close(wakeReadFD)
+        close(wakeWriteFD)
+    }
+
+    /// Watches every folder under the root, then starts the watcher thread. Changes made after
+    /// this returns are reported. Fails if the root cannot be watched or the kernel's watch
+    /// limit (`fs.inotify.max_user_watches`) is reached. A watcher starts once.
+    public func start() throws(SystemError) {
+        try control.withLock { (control: inout Control) throws(SystemError) in
+            guard control.phase == .idle else {
+                throw SystemError(operation: "start folder watcher: already started", errno: EINVAL)
+            }
+            control.phase = .running
+        }
+        do throws(SystemError) {
+            let failures = addTree("", reportFiles: false)
+            if let fatal = failures.first(where: { $0.path.isEmpty || $0.error.errno == ENOSPC || $0.error.errno == ENOMEM }) {
+                throw fatal.error
+            }
+            var thread = pthread_t()
+            let context = Unmanaged.passRetained(self).toOpaque()
+            let code = pthread_create(&thread, nil, { context in
+                let watcher = Unmanaged<FolderWatcher>.fromOpaque(context!).takeRetainedValue()
+                watcher.run()
+                return nil
+            }, context)
+            guard code == 0 else {
+                Unmanaged<FolderWatcher>.fromOpaque(context).release()
+                throw SystemError(operation: "pthread_create folder watcher", errno: code)
+            }
+            // A `stop()` that ran meanwhile found no thread to join: join it here (it exits at once).
+            let stoppedMeanwhile = control.withLock { control -> Bool in
+                guard control.phase == .running else { return true }
+                control.thread = thread
+                return false
+            }
+            if stoppedMeanwhile { pthread_join(thread, nil) }
+        } catch {
+            control.withLock { $0.phase = .stopped }
+            throw error
+        }
+    }
+
+    /// Stops the thread and waits for it (unless called from the handler itself). No handler
+    /// call starts after this returns. Idempotent.
+    public func stop() {
+        let (thread, first) = control.withLock { control -> (pthread_t?, Bool) in
+            let first = control.phase != .stopped
+            control.phase = .stopped
+            defer { control.thread = nil }
+            return (control.thread, first)
+        }
+        guard first else { return }
+        stopping.store(true, ordering: .releasing)
+        var byte: UInt8 = 1
+        _ = try? systemCall("signal folder watcher to stop") { write(wakeWriteFD, &byte, 1) }
+        guard let thread else { return }
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
+    }
+
+    /// The watched folders (relative; "" is the root), sorted. For tests and diagnostics.
+    var watchedFolders: [String] { table.withLock { $0.wds.keys.sorted() } }
+
+    // MARK: - Watcher thread
+
+    private func run() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferSize, alignment: 8)
+        defer { buffer.deallocate() }
+        var fds = [pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0)]
+        while !isStopping {
+            do {
+                try systemCall("poll inotify") { poll(&fds, nfds_t(fds.count), -1) }
+            } catch {
+                break
+            }
+            if fds[1].revents != 0 { break }
+            if fds[0].revents != 0 { drain(buffer) }
+        }
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Reads and handles events until the inotify fd is empty.
+    private func drain(_ buffer: UnsafeMutableRawBufferPointer) {
+        while !isStopping {
+            let count: Int
+            do {
+                count = try systemCall("read inotify") { read(inotifyFD, buffer.baseAddress, buffer.count) }
+            } catch {
+                return  // EAGAIN: drained.
+            }
+            if count == 0 { return }
+            for event in Self.parseEvents(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
+                if isStopping { return }
+                handle(event)
+            }
+        }
+    }
+
+    /// One inotify record. `name` is nil when the kernel sent a name that is not UTF-8.
+    struct RawEvent: Equatable {
+        var wd: Int32
+        var mask: UInt32
+        var cookie: UInt32
+        var name: String?
+    }
+
+    /// Splits a read buffer into records: a 16-byte header (wd, mask, cookie, len) then `len`
+    /// bytes of NUL-padded name. A truncated header or name ends the parse.
+    static func parseEvents(_ bytes: UnsafeRawBufferPointer) -> [RawEvent] {
+        let headerSize = 4 * MemoryLayout<UInt32>.size
+        var events: [RawEvent] = []
+        var offset = 0
+        while bytes.count - offset >= headerSize {
+            let wd = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+            let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+            let cookie = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+            let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+            let nameStart = offset + headerSize
+            guard length <= bytes.count - nameStart else { break }
+            let nameBytes = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + length)]).prefix { $0 != 0 }
+            events.append(RawEvent(wd: wd, mask: mask, cookie: cookie,
+                                   name: String(validating: nameBytes, as: UTF8.self)))
+            offset = nameStart + length
+        }
+        return events
+    }
+
+    private func has(_ mask: UInt32, _ flag: Int32) -> Bool { mask & UInt32(bitPattern: flag) != 0 }
+
+    func handle(_ event: RawEvent) {
+        let mask = event.mask
+        if has(mask, IN_Q_OVERFLOW) {
+            resynchronize()
+            handler(.rescan)
+            return
+        }
+        guard let folder = table.withLock({ $0.paths[event.wd] }) else { return }  // A dropped watch.
+        if has(mask, IN_IGNORED) {
+            table.withLock { $0.remove(wd: event.wd) }
+            return
+        }
+        guard let name = event.name else { return }
+        if name.isEmpty {
+            // About the watched folder itself; the parent's events cover folders under the root.
+            guard folder.isEmpty else { return }
+            if has(mask, IN_DELETE_SELF) || has(mask, IN_MOVE_SELF) || has(mask, IN_UNMOUNT) {
+                dropAll()
+                handler(.rescan)
+            }
+            return
+        }
+        if AssetNames.isHidden(name) { return }
+        let path = AssetNames.join(folder, name)
+        if has(mask, IN_ISDIR) {
+            if AssetNames.isExcluded(absolutePath: AssetNames.absolute(path, in: root), in: root) { return }
+            if has(mask, IN_DELETE) || has(mask, IN_MOVED_FROM) {
+                dropTree(path)
+                handler(.removedFolder(path: path))
+            }
+            if has(mask, IN_CREATE) || has(mask, IN_MOVED_TO) {
+                _ = addTree(path, reportFiles: true)
+            }
+        } else if AssetNames.isImageName(name) {
+            if has(mask, IN_DELETE) || has(mask, IN_MOVED_FROM) {
+                handler(.removed(path: path))
+            }
+            if has(mask, IN_CLOSE_WRITE) || has(mask, IN_MOVED_TO) {
+                handler(.changed(path: path))
+            }
+        }
+    }
+
+    // MARK: - Watches
+
+    struct WatchFailure {
+        var path: String
+        var error: SystemError
+    }
+
+    /// Watches `path` and every folder under it, each watched before it is listed; reports the
+    /// images found when `reportFiles`. Returns the folders that could not be watched.
+    @discardableResult
+    private func addTree(_ path: String, reportFiles: Bool) -> [WatchFailure] {
+        var seen = Set<Int32>()
+        return addTree(path, reportFiles: reportFiles, seen: &seen)
+    }
+
+    /// `addTree`, collecting the wds of the folders watched into `seen`.
+    @discardableResult
+    private func addTree(_ path: String, reportFiles: Bool, seen: inout Set<Int32>) -> [WatchFailure] {
+        var failures: [WatchFailure] = []
+        var pending = [path]
+        while let relative = pending.popLast(), !isStopping {
+            let absolute = AssetNames.absolute(relative, in: root)
+            do {
+                let wd = try systemCall("inotify_add_watch \(absolute)") {
+                    inotify_add_watch(inotifyFD, absolute, Self.watchMask)
+                }
+                seen.insert(wd)
+                let stale = table.withLock { $0.insert(wd: wd, path: relative) }
+                if let stale { _ = inotify_rm_watch(inotifyFD, stale) }
+            } catch {
+                // At run time a folder gone or replaced (ENOENT/ENOTDIR) since it was seen has
+                // its own event coming; `start()` fails on the root or on the watch limit.
+                failures.append(WatchFailure(path: relative, error: error))
+                continue
+            }
+            guard let entries = try? listDirectory(absolute) else { continue }
+            for entry in entries where !AssetNames.isHidden(entry.name) {
+                let child = AssetNames.join(relative, entry.name)
+                switch entry.kind {
+                case .directory:
+                    if !AssetNames.isExcluded(absolutePath: absolute + "/" + entry.name, in: root) {
+                        pending.append(child)
+                    }
+                case .regularFile:
+                    if reportFiles && AssetNames.isImageName(entry.name) && !isStopping {
+                        handler(.changed(path: child))
+                    }
+                case .other:
+                    break
+                }
+            }
+        }
+        return failures
+    }
+
+    /// Forgets and unwatches `path` and every folder under it.
+    private func dropTree(_ path: String) {
+        let removed = table.withLock { $0.removeTree(path) }
+        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }  // EINVAL when already gone.
+    }
+
+    private func dropAll() {
+        let removed = table.withLock { table in
+            defer { table = WatchTable() }
+            return Array(table.paths.keys)
+        }
+        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }
+    }
+
+    /// After lost events: watches every folder present now (a re-add of a watched folder gives
+    /// its existing wd, renamed to its current path) and drops the watches not seen.
+    private func resynchronize() {
+        guard table.withLock({ $0.wds[""] }) != nil else { return }  // The root is gone.
+        var seen = Set<Int32>()
+        addTree("", reportFiles: false, seen: &seen)
+        // Anything the walk did not re-add still maps to an old path: drop it.
+        let stale = table.withLock { table -> [Int32] in
+            let stale = table.paths.keys.filter { !seen.contains($0) }
+            for wd in stale { table.remove(wd: wd) }
+            return stale
+        }
+        for wd in stale { _ = inotify_rm_watch(inotifyFD, wd) }
+    }
+}
+
+/// The live folder watches: wd → relative path and back. Holds only watched folders: entries
+/// leave on `IN_IGNORED`, on the parent's delete/move-away event, or on a conflict.
+struct WatchTable {
+    var paths: [Int32: String] = [:]
+    var wds: [String: Int32] = [:]
+
+    /// Records `wd` at `path`. Returns a different wd that was recorded at `path` (a folder
+    /// replaced before its removal was seen), now forgotten, for the caller to unwatch.
+    mutating func insert(wd: Int32, path: String) -> Int32? {
+        if let old = paths[wd], old != path { wds[old] = nil }
+        paths[wd] = path
+        var stale: Int32?
+        if let other = wds[path], other != wd {
+            paths[other] = nil
+            stale = other
+        }
+        wds[path] = wd
+        return stale
+    }
+
+    mutating func remove(wd: Int32) {
+        guard let path = paths.removeValue(forKey: wd) else { return }
+        if wds[path] == wd { wds[path] = nil }
+    }
+
+    /// Forgets `path` and its subfolders; returns their wds.
+    mutating func removeTree(_ path: String) -> [Int32] {
+        let prefix = path + "/"
+        let removed = wds.filter { $0.key == path || $0.key.hasPrefix(prefix) }
+        for (key, wd) in removed {
+            wds[key] = nil
+            paths[wd] = nil
+        }
+        return Array(removed.values)
+    }
+}
