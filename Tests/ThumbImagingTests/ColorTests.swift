@@ -93,8 +93,8 @@ struct ColorTests {
         let converted = min(error(perceptual), error(relative))
         let passedThrough = error(raw)
         let name = (path as NSString).lastPathComponent
-        #expect(converted < 6, "\(name): mean abs error \(converted) vs Pillow's ImageCms sRGB conversion "
-                + "(vs the unconverted pixels: \(passedThrough)); warning: \(rendered.warning ?? "none")")
+        let detail = "(vs the unconverted pixels: \(passedThrough)); warning: \(rendered.warning ?? "none")"
+        #expect(converted < 6, "\(name): mean abs error \(converted) vs Pillow's ImageCms sRGB conversion \(detail)")
         #expect(passedThrough > 3 * max(converted, 2),
                 "\(name): output is as close to the unconverted pixels (\(passedThrough)) as to the converted ones (\(converted))")
     }

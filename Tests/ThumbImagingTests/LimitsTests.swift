@@ -34,7 +34,7 @@ struct LimitsTests {
 
     @Test("the test's PNG writer makes valid PNGs (checked by Pillow)")
     func pngBuilderIsValid() throws {
-        let rows = (0..<8).map { y in (0..<8).flatMap { x in [UInt8(x * 32), UInt8(y * 32), 200] } }
+        let rows: [[UInt8]] = (0..<8).map { y in (0..<8).flatMap { x -> [UInt8] in [UInt8(x * 32), UInt8(y * 32), 200] } }
         let bytes = PNGBuilder.png(width: 8, height: 8, bitDepth: 8, colorType: 2, rows: rows)
         let seen = try Python.pillowSize(of: bytes)
         #expect(seen.width == 8 && seen.height == 8 && seen.format == "PNG")
@@ -68,6 +68,18 @@ struct LimitsTests {
         #expect(folderContents(folder) == ["forged.png"])
     }
 
+    @Test("a cancelled render throws .cancelled, for JPEG and PNG",
+          arguments: [("exif-orientation", "Landscape_1.jpg"), ("pngsuite", "basn2c08.png"), ("pngsuite", "basi2c08.png")])
+    func cancellation(_ set: String, _ file: String) throws {
+        let source = try loadSource(Paths.corpusFile(set, file))
+        do {
+            _ = try Thumbnailer().render(source, request: Sample.request("large"), isCancelled: { true })
+            Issue.record("\(file): rendered despite cancellation")
+        } catch let error as ImagingError {
+            #expect(error == .cancelled, "\(file): \(error)")
+        }
+    }
+
     @Test("lowered limits refuse a normal photo", arguments: ["maxPixels", "maxDimension", "maxFileBytes"])
     func loweredLimits(_ which: String) throws {
         var limits = ImageLimits()
@@ -81,33 +93,56 @@ struct LimitsTests {
             _ = try Thumbnailer(limits: limits).render(source, request: try! Sample.request("large"))
         }
         #expect(refused, "\(which) lowered: expected .tooLarge, got \(got)")
+        // A PNG too (its dimension limit goes through libpng's user limits).
+        let png = try loadSource(Paths.corpusFile("pngsuite", "basn2c08.png")) // 32x32, 1 KB-ish
+        var pngLimits = ImageLimits()
+        switch which {
+        case "maxPixels": pngLimits.maxPixels = 1000
+        case "maxDimension": pngLimits.maxDimension = 16
+        default: pngLimits.maxFileBytes = 100
+        }
+        let (pngRefused, pngGot) = Self.isTooLarge { () throws(ImagingError) in
+            _ = try Thumbnailer(limits: pngLimits).render(png, request: try! Sample.request("large"))
+        }
+        #expect(pngRefused, "\(which) lowered, 32x32 PNG: expected .tooLarge, got \(pngGot)")
         // And the same photo passes with the defaults.
         #expect(throws: Never.self) { _ = try Thumbnailer().render(source, request: try Sample.request("large")) }
     }
 
     @Test("a corpus progressive JPEG is refused with maxProgressiveScans = 2")
     func progressiveCorpusFile() throws {
-        let source = try loadSource(Paths.corpusFile("libjpeg-turbo-testimages", "testimgint.jpg"))
+        // (libjpeg-turbo's testimgint.jpg is baseline, with a single scan: use a real progressive file.)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Paths.corpusFile("edge-cases", "image-rs/images/jpg/progressive/cat.jpg"))))
+        #expect(Self.scanCount(bytes) > 2)
+        let source = SourceBytes(bytes)
+        let request = try Sample.request("large")
         var limits = ImageLimits()
         limits.maxProgressiveScans = 2
         let (refused, got) = Self.isTooLarge { () throws(ImagingError) in
-            _ = try Thumbnailer(limits: limits).render(source, request: try! Sample.request("large"))
+            _ = try Thumbnailer(limits: limits).render(source, request: request)
         }
-        #expect(refused, "expected .tooLarge, got \(got)")
-        #expect(throws: Never.self) { _ = try Thumbnailer().render(source, request: try Sample.request("large")) }
+        #expect(refused, "cat.jpg (\(Self.scanCount(bytes)) scans) with maxProgressiveScans = 2: expected .tooLarge, got \(got)")
+        #expect(throws: Never.self) { _ = try Thumbnailer().render(source, request: request) }
     }
 
-    /// A scan script with 380 scans (every AC coefficient of every component on its own, with one
-    /// successive-approximation refinement), written with libjpeg-turbo's `cjpeg -scans`.
-    static func manyScanJPEG() throws -> (bytes: [UInt8], scans: Int) {
+    static func scanCount(_ bytes: [UInt8]) -> Int {
+        var scans = 0
+        for i in 0..<(bytes.count - 1) where bytes[i] == 0xFF && bytes[i + 1] == 0xDA { scans += 1 }
+        return scans
+    }
+
+    /// A progressive JPEG with exactly 100 scans (cjpeg's maximum): the DC scan, then AC
+    /// coefficients 1-32 of each component one at a time, then 33-63 of each.
+    static func hundredScanJPEG() throws -> [UInt8] {
         let cjpeg = ["/usr/bin/cjpeg", "/usr/local/bin/cjpeg"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let tool = try #require(cjpeg, "cjpeg not found: install libjpeg-turbo-progs")
         let folder = try makeTemporaryFolder("scans")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var script = ["0,1,2: 0-0, 0, 1;"]
-        for k in 1...63 { for c in 0...2 { script.append("\(c): \(k)-\(k), 0, 1;") } }
-        script.append("0,1,2: 0-0, 1, 0;")
-        for k in 1...63 { for c in 0...2 { script.append("\(c): \(k)-\(k), 1, 0;") } }
+        var script = ["0,1,2: 0-0, 0, 0;"]
+        for c in 0...2 {
+            for k in 1...32 { script.append("\(c): \(k)-\(k), 0, 0;") }
+            script.append("\(c): 33-63, 0, 0;")
+        }
         try script.joined(separator: "\n").write(toFile: folder + "/scans.txt", atomically: true, encoding: .utf8)
         let (w, h) = (64, 48)
         var ppm = Array("P6\n\(w) \(h)\n255\n".utf8)
@@ -115,33 +150,51 @@ struct LimitsTests {
         try Data(ppm).write(to: URL(fileURLWithPath: folder + "/in.ppm"))
         let result = try ChildProcess.run(tool, ["-scans", folder + "/scans.txt", "-outfile", folder + "/out.jpg", folder + "/in.ppm"])
         try #require(result.exitCode == 0, "cjpeg failed: \(result.summary)")
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + "/out.jpg")))
-        // Count SOS markers (0xFFDA) to know the exact number of scans.
-        var scans = 0
-        for i in 0..<(bytes.count - 1) where bytes[i] == 0xFF && bytes[i + 1] == 0xDA { scans += 1 }
-        return (bytes, scans)
+        return try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + "/out.jpg")))
+    }
+
+    /// The scans of `jpeg` repeated `times` times before EOI: libjpeg only warns about the bogus
+    /// progression and keeps decoding, which is how a small file makes a decoder do unbounded work.
+    static func repeatingScans(_ jpeg: [UInt8], times: Int) throws -> [UInt8] {
+        let firstScan = try #require((0..<(jpeg.count - 1)).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xDA })
+        let end = try #require((0..<(jpeg.count - 1)).last { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xD9 })
+        // Include the tables (DHT) written just before the first scan in each repeat.
+        var start = firstScan
+        var marker = 2
+        while marker + 4 < firstScan {
+            guard jpeg[marker] == 0xFF else { break }
+            let length = Int(jpeg[marker + 2]) << 8 | Int(jpeg[marker + 3])
+            if jpeg[marker + 1] == 0xC4 && marker + 2 + length == firstScan { start = marker }
+            marker += 2 + length
+        }
+        let body = Array(jpeg[start..<end])
+        return Array(jpeg[..<start]) + Array(repeating: body, count: times).flatMap { $0 } + [0xFF, 0xD9]
     }
 
     @Test("a progressive JPEG with too many scans is refused; exactly the limit passes")
     func tooManyScans() throws {
-        let made = try Self.manyScanJPEG()
-        #expect(made.scans == 380, "cjpeg wrote \(made.scans) scans")
-        let source = SourceBytes(made.bytes)
+        let jpeg = try Self.hundredScanJPEG()
+        #expect(Self.scanCount(jpeg) == 100, "cjpeg wrote \(Self.scanCount(jpeg)) scans")
         let request = try Sample.request("large")
-        let (refused, got) = Self.isTooLarge { () throws(ImagingError) in
-            _ = try Thumbnailer().render(source, request: request)
-        }
-        #expect(refused, "\(made.scans) scans with the default limit (256): expected .tooLarge, got \(got)")
+        let source = SourceBytes(jpeg)
         var limits = ImageLimits()
-        limits.maxProgressiveScans = made.scans
-        #expect(throws: Never.self, "exactly \(made.scans) scans with maxProgressiveScans = \(made.scans) must render") {
+        limits.maxProgressiveScans = 100
+        #expect(throws: Never.self, "exactly 100 scans with maxProgressiveScans = 100 must render") {
             let image = try Thumbnailer(limits: limits).render(source, request: request)
             #expect(image.pixels.width == 64 && image.pixels.height == 48)
         }
-        limits.maxProgressiveScans = made.scans - 1
+        limits.maxProgressiveScans = 99
         let (refusedBelow, gotBelow) = Self.isTooLarge { () throws(ImagingError) in
             _ = try Thumbnailer(limits: limits).render(source, request: request)
         }
-        #expect(refusedBelow, "maxProgressiveScans = \(made.scans - 1): expected .tooLarge, got \(gotBelow)")
+        #expect(refusedBelow, "100 scans, maxProgressiveScans = 99: expected .tooLarge, got \(gotBelow)")
+
+        // 300 scans (the 100 repeated) against the default limit of 256.
+        let repeated = try Self.repeatingScans(jpeg, times: 3)
+        #expect(Self.scanCount(repeated) == 300)
+        let (refused, got) = Self.isTooLarge { () throws(ImagingError) in
+            _ = try Thumbnailer().render(SourceBytes(repeated), request: request)
+        }
+        #expect(refused, "300 scans with the default limit (256): expected .tooLarge, got \(got)")
     }
 }

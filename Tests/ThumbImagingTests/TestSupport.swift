@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ThumbImaging
+import ThumbImaging
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -8,6 +8,9 @@ final class PNGDecoder {
     let info: CThumb_PNGInfo
 
     init(source: SourceBytes, limits: ImageLimits) throws(ImagingError) {
+        // libpng reports its own dimension limit as a generic "Invalid IHDR data": check the
+        // header's size ourselves first, so that an oversized image says which limit it broke.
+        if let size = Self.headerSize(source) { try limits.check(width: size.width, height: size.height) }
         let side = UInt32(clamping: limits.maxDimension)
         guard let handle = CThumb_PNGDecoderCreate(source.pointer, source.count, side, side, 8 << 20) else {
             throw .undecodable(reason: "cannot create a PNG decoder (out of memory)")
@@ -28,6 +31,20 @@ final class PNGDecoder {
     }
 
     deinit { CThumb_PNGDecoderDestroy(handle) }
+
+    /// Width and height from the IHDR chunk, which must come first (bytes 8–23 of the file).
+    static func headerSize(_ source: SourceBytes) -> (width: Int, height: Int)? {
+        guard source.count >= 24 else { return nil }
+        let bytes = source.pointer
+        guard bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52 else { return nil }
+        func bigEndian(_ offset: Int) -> Int {
+            (0..<4).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
+        }
+        let width = bigEndian(16), height = bigEndian(20)
+        // Zero or over 2³¹: libpng refuses these as invalid with a better message.
+        guard width > 0, height > 0, width <= Int(Int32.max), height <= Int(Int32.max) else { return nil }
+        return (width, height)
+    }
 
     var width: Int { Int(info.width) }
     var height: Int { Int(info.height) }

@@ -45,6 +45,9 @@ extension SourceBytes {
             }
             filled += got
         }
-        return SourceBytes(adopting: buffer, count: size)
+        let fileStatus = FileStatus(size: size,
+                                    modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                                    inode: UInt64(status.st_ino), device: UInt64(status.st_dev))
+        return SourceBytes(adopting: buffer, count: size, fileStatus: fileStatus)
     }
 }

@@ -9,12 +9,18 @@ public final class SourceBytes: @unchecked Sendable {
         buffer = .allocate(byteCount: max(1, bytes.count), alignment: 16)
         _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
         count = bytes.count
+        fileStatus = nil
     }
 
-    init(adopting buffer: UnsafeMutableRawBufferPointer, count: Int) {
+    init(adopting buffer: UnsafeMutableRawBufferPointer, count: Int, fileStatus: FileStatus?) {
         self.buffer = buffer
         self.count = count
+        self.fileStatus = fileStatus
     }
+
+    /// What `fstat` said of the file the bytes were read from (nil for bytes from memory):
+    /// the identity of exactly the version that was read.
+    public let fileStatus: FileStatus?
 
     deinit { buffer.deallocate() }
 
@@ -49,4 +55,21 @@ public enum ImageFormat: String, Sendable, Hashable {
 
     public var fileExtension: String { self == .jpeg ? "jpg" : "png" }
     public var mediaType: String { self == .jpeg ? "image/jpeg" : "image/png" }
+}
+
+/// Identity of one version of a file, from `fstat`.
+public struct FileStatus: Sendable, Hashable {
+    /// Bytes.
+    public var size: Int
+    /// Nanoseconds since the epoch.
+    public var modifiedNanoseconds: Int64
+    public var inode: UInt64
+    public var device: UInt64
+
+    public init(size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
+        self.size = size
+        self.modifiedNanoseconds = modifiedNanoseconds
+        self.inode = inode
+        self.device = device
+    }
 }

@@ -1,0 +1,292 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import ThumbImaging
+
+/// Thumbnails on disk, indexed by SQLite, evicted least-recently-used under a byte budget.
+///
+/// Layout: `directory/<digest[0..<2]>/<digest>.<ext>` for each thumbnail, and the index
+/// `directory/index.sqlite` (WAL). A file appears under its final name only whole (written to
+/// a temporary name, fsynced, renamed), and opening the cache reconciles the index with the
+/// files, so a crash or `kill -9` at any point leaves nothing that is served wrong: at worst a
+/// thumbnail is rendered again. An unreadable or unknown index is moved aside and rebuilt
+/// (the cache is only a cache).
+///
+/// Thread-safe: every operation on the index holds one lock; writing a new file and reading
+/// a hit's bytes happen outside it.
+public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
+    /// Absolute, symlink-free path of the cache folder.
+    public let directory: String
+    /// Total thumbnail bytes kept; older entries are evicted beyond it.
+    public let byteBudget: Int
+
+    struct State {
+        /// nil once closed.
+        var database: SQLiteDatabase?
+        var totalBytes = 0
+        var entryCount = 0
+        /// The last `last_use` handed out; continues from the index's maximum at open.
+        var useCounter: Int64 = 0
+        /// Files of rows evicted in the current transaction, removed once it commits.
+        var evictedFiles: [String] = []
+    }
+
+    let state: Mutex<State>
+    /// Makes temporary names unique within the process (the pid makes them unique across).
+    private let temporaryCounter = Atomic<Int>(0)
+
+    static let indexName = "index.sqlite"
+
+    /// Opens (creating if needed) the cache in `directory`, reconciling it with its index.
+    public init(directory: String, byteBudget: Int) throws(CacheError) {
+        do {
+            try DiskCacheFiles.createDirectories(directory)
+            self.directory = try DiskCacheFiles.realPath(directory)
+        } catch {
+            throw DiskCacheFiles.cacheError(error)
+        }
+        self.byteBudget = max(0, byteBudget)
+        let indexPath = self.directory + "/" + Self.indexName
+        var initial = State(database: try Self.openIndex(at: indexPath))
+        do {
+            try Self.reconcile(&initial, directory: self.directory)
+            try Self.evict(&initial, budget: self.byteBudget, directory: self.directory)
+        } catch {
+            // Readable but not usable (a table missing, damage the check did not see): rebuild.
+            initial.database?.close()
+            Self.moveAside(indexPath)
+            initial = State(database: try Self.openIndex(at: indexPath))
+            do {
+                try Self.reconcile(&initial, directory: self.directory)
+            } catch {
+                initial.database?.close()
+                throw DiskCacheFiles.cacheError("reconcile \(self.directory)", error)
+            }
+        }
+        state = Mutex(initial)
+    }
+
+    deinit { close() }
+
+    /// Where the thumbnail for `key` in `format` lives (whether or not it is cached).
+    public func filePath(for key: CacheKey, format: ImageFormat) -> String {
+        directory + "/" + Self.relativePath(digest: key.digest, format: format)
+    }
+
+    static func relativePath(digest: String, format: ImageFormat) -> String {
+        "\(digest.prefix(2))/\(digest).\(format.fileExtension)"
+    }
+
+    // MARK: - ThumbnailCaching
+
+    public func thumbnail(for key: CacheKey) -> CachedThumbnail? {
+        guard Self.isDigest(key.digest) else { return nil }
+        // Under the lock: find the row, open the file (the descriptor keeps this version
+        // readable even if it is evicted or replaced meanwhile), count the use.
+        let found = state.withLock { (state: inout State) -> (fd: Int32, relative: String, size: Int, format: ImageFormat, width: Int, height: Int)? in
+            guard let database = state.database else { return nil }
+            var row: (descriptor: String, relative: String, size: Int, format: String, width: Int, height: Int)?
+            do throws(SQLiteError) {
+                try database.query("SELECT descriptor, file_path, bytes, format, width, height FROM entries WHERE digest = ?",
+                                   [.text(key.digest)]) { row = ($0.text(0), $0.text(1), $0.int(2), $0.text(3), $0.int(4), $0.int(5)) }
+            } catch {
+                recover(from: error, &state)
+                return nil
+            }
+            guard let row, row.descriptor == key.descriptor else { return nil }
+            let path = directory + "/" + row.relative
+            guard let format = ImageFormat(rawValue: row.format) else {
+                dropEntry(digest: key.digest, relative: row.relative, &state)
+                return nil
+            }
+            let fd: Int32
+            do throws(SystemError) {
+                fd = try systemCall("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
+            } catch {
+                // Out of descriptors says nothing about the file; anything else: it is gone.
+                if ![EMFILE, ENFILE, ENOMEM].contains(error.errno) { dropEntry(digest: key.digest, relative: row.relative, &state) }
+                return nil
+            }
+            state.useCounter += 1
+            _ = try? database.execute("UPDATE entries SET last_use = ? WHERE digest = ?", [.integer(state.useCounter), .text(key.digest)])
+            return (fd, row.relative, row.size, format, row.width, row.height)
+        }
+        guard let found else { return nil }
+        let bytes = DiskCacheFiles.readAll(found.fd, expectedSize: found.size)
+        _ = Glibc.close(found.fd)
+        guard let bytes else {
+            // Truncated or unreadable behind our back: forget it, it will be rendered again.
+            state.withLock { dropEntry(digest: key.digest, relative: found.relative, &$0) }
+            return nil
+        }
+        return CachedThumbnail(key: key, bytes: bytes, filePath: directory + "/" + found.relative,
+                               format: found.format, width: found.width, height: found.height)
+    }
+
+    public func insert(_ thumbnail: CachedThumbnail) throws(CacheError) {
+        let key = thumbnail.key
+        let operation = "insert \(key.digest)"
+        guard Self.isDigest(key.digest) else { throw CacheError(operation: operation, reason: "not a cache digest") }
+        let relative = Self.relativePath(digest: key.digest, format: thumbnail.format)
+        let finalPath = directory + "/" + relative
+        guard thumbnail.filePath == finalPath else {
+            throw CacheError(operation: operation, reason: "file path \(thumbnail.filePath) is not this cache's path \(finalPath)")
+        }
+        guard state.withLock({ $0.database != nil }) else { throw CacheError(operation: operation, reason: "the cache is closed") }
+
+        // Outside the lock: the whole file under a temporary name in the same folder.
+        let shard = directory + "/" + key.digest.prefix(2)
+        let temporary = "\(shard)/\(key.digest).tmp-\(getpid())-\(temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        do {
+            try DiskCacheFiles.createDirectory(shard)
+            try DiskCacheFiles.writeNewFile(temporary, thumbnail.bytes)
+        } catch {
+            throw DiskCacheFiles.cacheError(error)
+        }
+
+        // Under the lock: publish the file, then index it, then evict.
+        try state.withLock { (state: inout State) throws(CacheError) in
+            guard let database = state.database else {
+                DiskCacheFiles.remove(temporary)
+                throw CacheError(operation: operation, reason: "the cache is closed")
+            }
+            var replaced: (relative: String, size: Int)?
+            do throws(SQLiteError) {
+                try database.query("SELECT file_path, bytes FROM entries WHERE digest = ?", [.text(key.digest)]) { replaced = ($0.text(0), $0.int(1)) }
+            } catch {
+                DiskCacheFiles.remove(temporary)
+                recover(from: error, &state)
+                throw DiskCacheFiles.cacheError(operation, error)
+            }
+            do throws(SystemError) {
+                try systemCall("rename \(temporary)") { rename(temporary, finalPath) }
+            } catch {
+                DiskCacheFiles.remove(temporary)
+                throw DiskCacheFiles.cacheError(error)
+            }
+            state.useCounter += 1
+            var next = state
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    try database.execute("""
+                        INSERT OR REPLACE INTO entries (digest, descriptor, asset_path, file_path, bytes, format, width, height, last_use)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(key.digest), .text(key.descriptor), .text(key.assetPath), .text(relative),
+                              .integer(Int64(thumbnail.bytes.count)), .text(thumbnail.format.rawValue),
+                              .integer(Int64(thumbnail.width)), .integer(Int64(thumbnail.height)), .integer(next.useCounter)])
+                    if let replaced {
+                        next.totalBytes -= replaced.size
+                        next.entryCount -= 1
+                    }
+                    next.totalBytes += thumbnail.bytes.count
+                    next.entryCount += 1
+                    try Self.evictRows(&next, budget: byteBudget, directory: directory)
+                }
+            } catch {
+                // Not indexed: the file must not stay (nor the old row, whose file it replaced).
+                DiskCacheFiles.remove(finalPath)
+                if let replaced, replaced.relative == relative { dropEntry(digest: key.digest, relative: relative, &state) }
+                recover(from: error, &state)
+                throw DiskCacheFiles.cacheError(operation, error)
+            }
+            if let replaced, replaced.relative != relative { DiskCacheFiles.remove(directory + "/" + replaced.relative) }
+            state = next
+            Self.removeEvictedFiles(&state, directory: directory)
+        }
+    }
+
+    public func removeThumbnails(ofAsset assetPath: String) {
+        state.withLock { state in
+            guard let database = state.database else { return }
+            var files: [(relative: String, size: Int)] = []
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    try database.query("SELECT file_path, bytes FROM entries WHERE asset_path = ?", [.text(assetPath)]) { files.append(($0.text(0), $0.int(1))) }
+                    try database.execute("DELETE FROM entries WHERE asset_path = ?", [.text(assetPath)])
+                    try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)])
+                }
+            } catch {
+                recover(from: error, &state)
+                return
+            }
+            for file in files {
+                DiskCacheFiles.remove(directory + "/" + file.relative)
+                state.totalBytes -= file.size
+                state.entryCount -= 1
+            }
+        }
+    }
+
+    // MARK: - Inspection
+
+    /// Bytes and number of the cached thumbnails.
+    public var statistics: (bytes: Int, entries: Int) {
+        state.withLock { ($0.totalBytes, $0.entryCount) }
+    }
+
+    /// The assets (relative paths) that have thumbnails or failures, to reconcile with the
+    /// asset folder.
+    public func assetPaths() -> Set<String> {
+        state.withLock { (state: inout State) -> Set<String> in
+            guard let database = state.database else { return [] }
+            var paths: Set<String> = []
+            do throws(SQLiteError) {
+                try database.query("SELECT asset_path FROM entries UNION SELECT asset_path FROM failures") { paths.insert($0.text(0)) }
+            } catch {
+                recover(from: error, &state)
+            }
+            return paths
+        }
+    }
+
+    /// Closes the index; afterwards lookups miss and inserts fail. Idempotent.
+    public func close() {
+        state.withLock { state in
+            state.database?.close()
+            state.database = nil
+        }
+    }
+
+    // MARK: - Helpers (called with the lock held)
+
+    /// Forgets one entry whose file is gone or unreadable: its row (if it still names that
+    /// file) and the file.
+    func dropEntry(digest: String, relative: String, _ state: inout State) {
+        guard let database = state.database else { return }
+        var size: Int?
+        do throws(SQLiteError) {
+            try database.transaction { () throws(SQLiteError) in
+                size = try database.scalar("SELECT bytes FROM entries WHERE digest = ? AND file_path = ?", [.text(digest), .text(relative)]).map(Int.init)
+                try database.execute("DELETE FROM entries WHERE digest = ? AND file_path = ?", [.text(digest), .text(relative)])
+            }
+        } catch {
+            recover(from: error, &state)
+            return
+        }
+        if let size {
+            state.totalBytes -= size
+            state.entryCount -= 1
+            DiskCacheFiles.remove(directory + "/" + relative)
+        }
+    }
+
+    /// After an index error: when the index is damaged, rebuild it (the cache starts empty).
+    func recover(from error: SQLiteError, _ state: inout State) {
+        guard error.isCorruption, let database = state.database else { return }
+        database.close()
+        state.database = nil
+        Self.moveAside(database.path)
+        guard let fresh = try? Self.openIndex(at: database.path) else { return }
+        var rebuilt = State(database: fresh)
+        if (try? Self.reconcile(&rebuilt, directory: directory)) != nil {
+            state = rebuilt
+        } else {
+            fresh.close()
+        }
+    }
+
+    static func isDigest(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+}
