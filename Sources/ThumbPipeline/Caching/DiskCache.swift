@@ -225,6 +225,21 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         state.withLock { ($0.totalBytes, $0.entryCount) }
     }
 
+    /// Whether the index has `key` (no file read, no use counted): for pre-rendering, which
+    /// only needs to know whether work is left.
+    public func contains(_ key: CacheKey) -> Bool {
+        state.withLock { (state: inout State) -> Bool in
+            guard let database = state.database else { return false }
+            var descriptor: String?
+            do throws(SQLiteError) {
+                try database.query("SELECT descriptor FROM entries WHERE digest = ?", [.text(key.digest)]) { descriptor = $0.text(0) }
+            } catch {
+                recover(from: error, &state)
+            }
+            return descriptor == key.descriptor
+        }
+    }
+
     /// The assets (relative paths) that have thumbnails or failures, to reconcile with the
     /// asset folder.
     public func assetPaths() -> Set<String> {

@@ -1,0 +1,45 @@
+import ThumbImaging
+
+/// Everything a pipeline needs to run. Budgets in bytes, durations in seconds.
+public struct PipelineConfiguration: Sendable {
+    /// The asset folder; only regular files under it are ever read.
+    public var assetRoot: String
+    /// Where thumbnails and the index live.
+    public var cacheDirectory: String
+    public var memoryCacheBytes: Int = 64 << 20
+    public var diskCacheBytes: Int = 2 << 30
+    /// Render threads (default: one per core).
+    public var workers: Int = max(1, System.processorCount)
+    /// Jobs waiting for a worker; past this a new job is refused `overloaded`.
+    public var maxQueuedJobs: Int = 4096
+    /// Slots remembered at once; idle ones go first when full.
+    public var maxSlots: Int = 100_000
+    /// A slot with no live request is forgotten after this long.
+    public var slotIdleSeconds: Double = 600
+    public var limits = ImageLimits()
+    public var encoder = EncoderSettings()
+    public var tuning = ShrinkPlan.Tuning()
+    /// Kinds (and scales) pre-rendered when an asset appears or changes.
+    public var pregenerated: [(kind: SlotKind, scale: Int)] = []
+    /// Off only to measure what cancellation saves (the scroll benchmark's baseline).
+    public var cancelsAbandonedWork = true
+
+    public init(assetRoot: String, cacheDirectory: String) {
+        self.assetRoot = assetRoot
+        self.cacheDirectory = cacheDirectory
+    }
+}
+
+public enum System {
+    public static var processorCount: Int {
+        #if canImport(Glibc)
+        return Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        #else
+        return 1
+        #endif
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

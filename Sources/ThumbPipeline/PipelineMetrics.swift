@@ -1,0 +1,38 @@
+/// Counters of a running pipeline (monotonic unless noted), for `/metrics` and the benchmarks.
+public struct PipelineMetrics: Sendable, Equatable {
+    public var requests = 0
+    public var memoryHits = 0
+    public var diskHits = 0
+    public var misses = 0
+    public var coalesced = 0
+    public var superseded = 0
+    public var cancelled = 0
+    public var overloaded = 0
+    public var failures = 0
+    public var negativeHits = 0
+    public var watcherEvents = 0
+    public var renders = 0
+    /// Jobs dropped from the queue before they started (no waiter left).
+    public var droppedJobs = 0
+    /// Renders stopped at a checkpoint.
+    public var abortedRenders = 0
+    /// Thread CPU seconds spent rendering.
+    public var renderCPUSeconds = 0.0
+    /// Thread CPU seconds spent on renders whose every waiter had left.
+    public var wastedCPUSeconds = 0.0
+    /// Wall seconds of each render, for a histogram.
+    public var renderSecondsBuckets = [Int](repeating: 0, count: PipelineMetrics.renderBucketBounds.count + 1)
+    public var renderSecondsSum = 0.0
+    /// Gauges.
+    public var queuedJobs: [Priority: Int] = [:]
+    public var runningJobs = 0
+    public var liveSlots = 0
+
+    public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+    mutating func recordRender(seconds: Double) {
+        renderSecondsSum += seconds
+        let bucket = Self.renderBucketBounds.firstIndex { seconds <= $0 } ?? Self.renderBucketBounds.count
+        renderSecondsBuckets[bucket] += 1
+    }
+}
