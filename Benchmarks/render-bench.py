@@ -35,6 +35,7 @@ def import_deps():
 PACKAGE = Path(__file__).resolve().parent.parent
 THUMBD = PACKAGE / ".build/release/thumbd"
 VIPS = "/usr/bin/vipsthumbnail"
+TIME = "/usr/bin/time"
 LARGE_PHOTOS = Path("/work/shared/corpus/large-photos")
 GEN_CORPUS = Path("/work/shared/bench-corpus/gen_corpus.py")
 BENCH_DIR = Path("/tmp/thumbbench")
@@ -50,18 +51,20 @@ SLOTS = {
 # ---------------------------------------------------------------- processes
 
 def run(cmd, stdin_path=None):
-    """Runs cmd; returns (wall seconds, peak RSS in MB, exit code, stderr text).
+    """Runs cmd under GNU time; returns (wall seconds, peak RSS in MB, exit code, stderr text).
 
-    The RSS comes from wait4's rusage: the child's own peak, or the largest peak
-    among its waited-for descendants (for xargs: the biggest single vipsthumbnail)."""
-    with tempfile.TemporaryFile() as err, open(stdin_path or os.devnull, "rb") as stdin:
+    Not os.wait4 on a direct child: the kernel folds the forking Python's own high-water
+    RSS into the child's ru_maxrss at exec. Under xargs the peak is that of the biggest
+    single vipsthumbnail, not a sum over the parallel ones."""
+    with tempfile.NamedTemporaryFile() as rss, tempfile.TemporaryFile() as err, \
+            open(stdin_path or os.devnull, "rb") as stdin:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([TIME, "-f", "%M", "-o", rss.name, *cmd], stdin=stdin,
+                              stdout=subprocess.DEVNULL, stderr=err)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024, proc.returncode, err.read().decode(errors="replace")
+        kb = int(Path(rss.name).read_text().split()[-1])
+        return wall, kb / 1024, proc.returncode, err.read().decode(errors="replace")
 
 
 def thumbd_cmd(files, slot, out_dir, jobs, config):
@@ -136,33 +139,35 @@ def write_config(tmp, dct_margin, box_margin):
 
 # ---------------------------------------------------------------- measurements
 
-def throughput(files, slot, tmp, args, config):
-    """One thumbd process over all files vs vipsthumbnail (xargs -P2 and single process)."""
-    n = len(files)
-    results = {}
-    out = fresh_dir(tmp, "out", "thumbd")
-    wall, rss, rc, err = run(thumbd_cmd(files, slot, out, args.jobs, config))
-    missing = [f.name for f in files if thumbd_output(out, f) is None]
-    results["thumbd"] = dict(wall_s=wall, img_per_s=n / wall, peak_rss_mb=rss, exit_code=rc,
-                             missing=missing, stderr=err.strip().splitlines()[-20:], out_dir=str(out))
+def summarize(runs, files, out, find_output):
+    """Keeps the fastest of several whole-group runs (wall, rss, rc, stderr) of one command."""
+    wall, _, rc, err = min(runs)
+    return dict(wall_s=wall, img_per_s=len(files) / wall, peak_rss_mb=max(r[1] for r in runs),
+                all_walls_s=[round(r[0], 3) for r in runs], exit_code=rc, stderr=err.strip().splitlines()[-20:],
+                missing=[f.name for f in files if find_output(out, f) is None], out_dir=str(out))
 
+
+def throughput(files, slot, tmp, args, config):
+    """One thumbd process over all files vs vipsthumbnail (xargs -P2 and single process),
+    each run args.repeat times, interleaved, fastest kept."""
     listing = Path(tmp, "files.lst")
     listing.write_bytes(b"\0".join(str(f).encode() for f in files))
-    chunk = max(1, math.ceil(n / (4 * args.jobs)))
-    variants = {}
-    for variant in ("xargs", "single"):
-        out = fresh_dir(tmp, "out", f"vips-{variant}")
-        if variant == "xargs":
-            cmd = ["xargs", "-0", f"-P{args.jobs}", "-n", str(chunk)] + vips_cmd(slot, out)
-            wall, rss, rc, err = run(cmd, stdin_path=listing)
-        else:
-            wall, rss, rc, err = run(vips_cmd(slot, out) + [str(f) for f in files])
-        missing = [f.name for f in files if vips_output(out, f) is None]
-        variants[variant] = dict(wall_s=wall, img_per_s=n / wall, peak_rss_mb=rss, exit_code=rc,
-                                 missing=missing, stderr=err.strip().splitlines()[-20:], out_dir=str(out))
+    chunk = max(1, math.ceil(len(files) / (4 * args.jobs)))
+    outs = {name: fresh_dir(tmp, "out", name) for name in ("thumbd", "xargs", "single")}
+    commands = {
+        "thumbd": (thumbd_cmd(files, slot, outs["thumbd"], args.jobs, config), None),
+        "xargs": (["xargs", "-0", f"-P{args.jobs}", "-n", str(chunk)] + vips_cmd(slot, outs["xargs"]), listing),
+        "single": (vips_cmd(slot, outs["single"]) + [str(f) for f in files], None),
+    }
+    runs = {name: [] for name in commands}
+    for _ in range(args.repeat):
+        for name, (cmd, stdin_path) in commands.items():
+            runs[name].append(run(cmd, stdin_path))
+    finders = {"thumbd": thumbd_output, "xargs": vips_output, "single": vips_output}
+    summary = {name: summarize(runs[name], files, outs[name], finders[name]) for name in commands}
+    variants = {name: summary[name] for name in ("xargs", "single")}
     best = min(variants, key=lambda v: variants[v]["wall_s"])
-    results["vips"] = dict(variants[best], variant=best, chunk=chunk, variants=variants)
-    return results
+    return {"thumbd": summary["thumbd"], "vips": dict(variants[best], variant=best, chunk=chunk, variants=variants)}
 
 
 def median_ms(files, slot, tmp, config):
@@ -185,7 +190,8 @@ def reference(src, size, fill):
     if fill:
         scale = max(w / W, h / H)
         cw, ch = w / scale, h / scale
-        box = ((W - cw) / 2, (H - ch) / 2, (W + cw) / 2, (H + ch) / 2)
+        x0, y0 = max(0.0, (W - cw) / 2), max(0.0, (H - ch) / 2)  # clamp float noise
+        box = (x0, y0, min(float(W), x0 + cw), min(float(H), y0 + ch))
     channels = [c.convert("F").resize(size, Image.LANCZOS, box=box) for c in rgb.split()]
     return np.stack([np.asarray(c, dtype=np.float32) for c in channels], axis=-1)
 
@@ -271,16 +277,16 @@ def bench_group(name, group, slot, tmp, args, config):
 
 
 def print_table(results):
-    head = f"{'group':14} {'slot':18} {'tool':10} {'img/s':>7} {'median_ms':>9} {'peak_rss_MB':>11} {'ssim':>7} {'psnr_dB':>7}"
+    head = f"{'group':14} {'slot':18} {'tool':11} {'img/s':>7} {'median_ms':>9} {'peak_rss_MB':>11} {'ssim':>7} {'psnr_dB':>7}"
     print("\n" + head + "\n" + "-" * len(head))
     for r in results:
         for tool in ("thumbd", "vips"):
             m = r[tool]
             label = tool if tool == "thumbd" else f"vips/{m['variant']}"
-            print(f"{r['group']:14} {r['slot']:18} {label:10} {m['img_per_s']:7.1f} {m['median_ms']:9.0f} "
+            print(f"{r['group']:14} {r['slot']:18} {label:11} {m['img_per_s']:7.1f} {m['median_ms']:9.0f} "
                   f"{m['peak_rss_mb']:11.1f} {m['ssim']:7.4f} {m['psnr_db']:7.2f}")
         t, v = r["thumbd"], r["vips"]
-        print(f"{'':14} {'':18} {'ratio t/v':10} {t['img_per_s'] / v['img_per_s']:7.2f} "
+        print(f"{'':14} {'':18} {'ratio t/v':11} {t['img_per_s'] / v['img_per_s']:7.2f} "
               f"{t['median_ms'] / v['median_ms']:9.2f} {t['peak_rss_mb'] / v['peak_rss_mb']:11.2f}")
 
 
@@ -289,7 +295,7 @@ def print_oddities(results):
         where = f"{r['group']} {r['slot']}"
         for tool in ("thumbd", "vips"):
             m = r[tool]
-            if m["exit_code"] or m["missing"]:
+            if m["exit_code"] or m["missing"] or m["stderr"]:
                 print(f"! {where} {tool}: exit {m['exit_code']}, {len(m['missing'])} missing outputs "
                       f"{m['missing'][:5]}; stderr tail: {m['stderr'][-3:]}")
         for mm in r["size_mismatches"]:
@@ -311,14 +317,19 @@ def main():
     parser.add_argument("--group", action="append", choices=["large-photos", "bench-jpeg", "bench-png"],
                         help="only these groups (repeatable)")
     parser.add_argument("--slot", action="append", choices=list(SLOTS), help="only these slots (repeatable)")
+    parser.add_argument("--repeat", type=int, help="whole-group runs per tool, best kept (default 3, quick 1)")
     parser.add_argument("--json", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     args = parser.parse_args()
     args.timing_sample = 8 if args.quick else 20
     args.quality_sample = 6 if args.quick else 12
+    args.repeat = args.repeat or (1 if args.quick else 3)
 
     import_deps()
     if not args.no_build:
         build()
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.2f} before start; timings will be noisy", flush=True)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         config = write_config(tmp, args.dct_margin, args.box_margin)
@@ -338,8 +349,9 @@ def main():
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "quick": args.quick, "jobs": args.jobs,
+            "load_before": load, "load_after": os.getloadavg()[0], "seconds": time.time() - started,
             "dct_margin": args.dct_margin, "box_margin": args.box_margin,
-            "timing_sample": args.timing_sample, "quality_sample": args.quality_sample,
+            "timing_sample": args.timing_sample, "repeat": args.repeat, "quality_sample": args.quality_sample,
             "vips_version": subprocess.run([VIPS, "--vips-version"], capture_output=True, text=True).stdout.strip(),
             "git_head": subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE, capture_output=True,
                                        text=True).stdout.strip()}

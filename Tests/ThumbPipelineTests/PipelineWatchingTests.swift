@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import ThumbImaging
+@testable import ThumbPipeline
+
+/// The folder watcher driving the pipeline: pre-render on arrival, invalidate on change and delete.
+@Suite struct PipelineWatchingTests {
+    let fixture: PipelineFixture
+    init() throws { fixture = try PipelineFixture() }
+
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    @Test func reconcileAtStartThenFollowTheFolder() async throws {
+        let pipeline = try fixture.pipeline { $0.pregenerated = [(PipelineFixture.avatar, 3)] }
+        let watcher = try pipeline.startWatching()
+        defer {
+            watcher.stop()
+            pipeline.shutdown()
+        }
+        // At start: every decodable asset is pre-rendered, the broken one remembered as failed.
+        let images = fixture.imageNames.count
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images })
+        #expect(await eventually { pipeline.metrics.renders == images + 1 })
+
+        // A new asset arrives (written elsewhere, renamed in): pre-rendered.
+        try FileManager.default.copyItem(atPath: fixture.assets + "/img0.jpg", toPath: fixture.root + "/incoming.jpg")
+        try FileManager.default.moveItem(atPath: fixture.root + "/incoming.jpg", toPath: fixture.assets + "/sub/new.jpg")
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images + 1 })
+        let newKeyAnswer = await pipeline.thumbnail(.init(assetPath: "sub/new.jpg", kind: PipelineFixture.avatar, scale: 3))
+        #expect(pipeline.metrics.diskHits + pipeline.metrics.memoryHits >= 1)
+        let old = try #require(newKeyAnswer.thumbnail)
+
+        // It changes: the old thumbnail goes at once, the new version is pre-rendered.
+        try FileManager.default.copyItem(atPath: fixture.assets + "/img5.jpg", toPath: fixture.root + "/replacement.jpg")
+        try FileManager.default.removeItem(atPath: fixture.assets + "/sub/new.jpg")
+        try FileManager.default.moveItem(atPath: fixture.root + "/replacement.jpg", toPath: fixture.assets + "/sub/new.jpg")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: old.filePath) })
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images + 1 })
+
+        // It is deleted: its thumbnails go.
+        try FileManager.default.removeItem(atPath: fixture.assets + "/sub/new.jpg")
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images })
+        #expect(pipeline.metrics.watcherEvents >= 3)
+    }
+
+    @Test func reconcileDropsThumbnailsOfAssetsDeletedWhileStopped() async throws {
+        var pipeline = try fixture.pipeline { $0.pregenerated = [(PipelineFixture.large, 1)] }
+        var watcher = try pipeline.startWatching()
+        let images = fixture.imageNames.count
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images })
+        watcher.stop()
+        pipeline.shutdown()
+        try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
+        pipeline = try fixture.pipeline { $0.pregenerated = [(PipelineFixture.large, 1)] }
+        watcher = try pipeline.startWatching()
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images - 1 })
+        // Nothing else was rendered again: the cache survived the restart.
+        #expect(pipeline.metrics.renders == 0)
+        watcher.stop()
+        pipeline.shutdown()
+    }
+}
