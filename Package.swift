@@ -19,6 +19,8 @@ let package = Package(
         .target(name: "ThumbImaging", dependencies: ["CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
         .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite"]),
         .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline"]),
+        .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
+                          path: "Benchmarks/ScrollSimulation"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbImaging"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbPipeline", "ThumbImaging"]),
     ],

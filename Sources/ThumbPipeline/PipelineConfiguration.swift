@@ -21,6 +21,11 @@ public struct PipelineConfiguration: Sendable {
     public var tuning = ShrinkPlan.Tuning()
     /// Kinds (and scales) pre-rendered when an asset appears or changes.
     public var pregenerated: [(kind: SlotKind, scale: Int)] = []
+    /// Fling debounce, seconds: a request that takes over a cell whose previous request was
+    /// still pending (the cell was reused before its image arrived: the list is flinging)
+    /// waits this long before it may start, so a cell that is reused again meanwhile costs
+    /// nothing. Requests on settled cells start at once. Default: one 60 Hz frame. 0 turns it off.
+    public var flingDebounceSeconds: Double = 0.017
     /// Off only to measure what cancellation saves (the scroll benchmark's baseline).
     public var cancelsAbandonedWork = true
 

@@ -12,14 +12,21 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var negativeHits = 0
     public var watcherEvents = 0
     public var renders = 0
+    /// Jobs held back by the fling debounce.
+    public var parkedJobs = 0
     /// Jobs dropped from the queue before they started (no waiter left).
     public var droppedJobs = 0
     /// Renders stopped at a checkpoint.
     public var abortedRenders = 0
     /// Thread CPU seconds spent rendering.
     public var renderCPUSeconds = 0.0
-    /// Thread CPU seconds spent on renders whose every waiter had left.
+    /// Thread CPU seconds spent on renders whose every waiter had left, and how many.
     public var wastedCPUSeconds = 0.0
+    public var wastedRenders = 0
+    /// Wall seconds from a running job's cancellation to its worker letting go of it (the
+    /// checkpoint latency): sum and worst.
+    public var cancelLatencySecondsSum = 0.0
+    public var cancelLatencySecondsMax = 0.0
     /// Wall seconds of each render, for a histogram.
     public var renderSecondsBuckets = [Int](repeating: 0, count: PipelineMetrics.renderBucketBounds.count + 1)
     public var renderSecondsSum = 0.0

@@ -1,10 +1,10 @@
+import Dispatch
 import ThumbImaging
 
 extension ThumbnailPipeline {
     /// The request path: resolve, look in the caches, then (under the lock) apply the slot's
     /// token rules and answer or attach to a job.
-    func prepare(_ request: PipelineRequest, completion: @escaping @Sendable (PipelineResponse) -> Void,
-                 answers: inout Answers) -> UInt64? {
+    func prepare(_ request: PipelineRequest, completion: @escaping @Sendable (PipelineResponse) -> Void) -> UInt64? {
         var lookup: Result<CachedThumbnail?, PipelineError>
         var resolved: (absolutePath: String, version: AssetVersion)?
         var key: CacheKey?
@@ -35,7 +35,7 @@ extension ThumbnailPipeline {
             lookup = .failure(refusal)
         }
 
-        return state.withLock { state -> UInt64? in
+        return locked { state, answers -> UInt64? in
             state.metrics.requests += 1
             guard !state.shuttingDown else {
                 answers.add(completion, .init(token: request.token, result: .failure(.shuttingDown)))
@@ -88,7 +88,8 @@ extension ThumbnailPipeline {
                 state.metrics.misses += 1
                 let waiter = Waiter(id: state.makeID(), slot: request.slot, token: token, priority: request.priority,
                                     completion: completion)
-                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale, in: &state) {
+                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,
+                           parks: previousLive != nil, in: &state) {
                     state.metrics.overloaded += 1
                     answers.add(completion, .init(token: token, result: .failure(.overloaded)))
                 } else if let slot = request.slot {
@@ -110,18 +111,27 @@ extension ThumbnailPipeline {
         return state.withLock { state in
             guard !state.shuttingDown else { return false }
             let waiter = Waiter(id: state.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
-            return attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, in: &state)
+            return attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, parks: false, in: &state)
         }
     }
 
     /// Adds `waiter` to the job for `key`, creating and queueing the job if there is none.
+    /// `parks`: the waiter comes from a cell in motion (see `flingDebounceSeconds`).
     /// False when a new job would overflow the queue.
     func attach(_ waiter: Waiter, key: CacheKey, resolved: (absolutePath: String, version: AssetVersion),
-                kind: SlotKind, scale: Int, in state: inout PipelineState) -> Bool {
+                kind: SlotKind, scale: Int, parks: Bool, in state: inout PipelineState) -> Bool {
         if var record = state.jobs[key.digest], record.job.key == key {
             state.metrics.coalesced += 1
             record.waiters[waiter.id] = waiter
-            if record.phase == .queued && waiter.priority >= record.priority {
+            if record.parked {
+                record.priority = max(record.priority, waiter.priority)
+                if !parks {
+                    // Someone on a settled cell wants it: no reason to wait any longer.
+                    record.parked = false
+                    state.queue.push(.init(digest: key.digest, generation: record.job.generation), priority: record.priority)
+                    workAvailable.signal()
+                }
+            } else if record.phase == .queued && waiter.priority >= record.priority {
                 // A more urgent (or newer visible) waiter moves the job up: the old entry goes stale.
                 record.priority = waiter.priority
                 state.queue.push(.init(digest: key.digest, generation: record.job.generation), priority: waiter.priority)
@@ -135,12 +145,33 @@ extension ThumbnailPipeline {
                             generation: state.makeID())
         var record = JobRecord(job: job, priority: waiter.priority)
         record.waiters[waiter.id] = waiter
-        state.jobs[key.digest] = record
         state.queuedJobs += 1
+        if parks && configuration.flingDebounceSeconds > 0 {
+            record.parked = true
+            state.jobs[key.digest] = record
+            state.metrics.parkedJobs += 1
+            let generation = job.generation
+            DispatchQueue.global().asyncAfter(deadline: .now() + configuration.flingDebounceSeconds) { [weak self] in
+                self?.unpark(digest: key.digest, generation: generation)
+            }
+            return true
+        }
+        state.jobs[key.digest] = record
         state.queue.push(.init(digest: key.digest, generation: job.generation), priority: waiter.priority)
         state.compactQueueIfNeeded()
         workAvailable.signal()
         return true
+    }
+
+    /// The debounce is over: a parked job that someone still waits for joins the queue.
+    func unpark(digest: String, generation: UInt64) {
+        state.withLock { state in
+            guard var record = state.jobs[digest], record.job.generation == generation, record.parked else { return }
+            record.parked = false
+            state.jobs[digest] = record
+            state.queue.push(.init(digest: digest, generation: generation), priority: record.priority)
+            workAvailable.signal()
+        }
     }
 
     /// Removes a waiter from its job; a job nobody waits for any more is dropped from the
@@ -158,7 +189,7 @@ extension ThumbnailPipeline {
             }
             return waiter
         }
-        if record.phase == .queued, let highest = record.waitersPriority, highest != record.priority {
+        if record.phase == .queued, !record.parked, let highest = record.waitersPriority, highest != record.priority {
             record.priority = highest
             state.queue.push(.init(digest: reference.digest, generation: record.job.generation), priority: highest)
         }

@@ -42,8 +42,7 @@ extension ThumbnailPipeline {
         let outcome = render(job)
         let cpuSeconds = Self.threadCPUSeconds() - cpuStart
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
-        var answers = Answers()
-        state.withLock { state in
+        locked { state, answers in
             state.runningRenders -= 1
             state.metrics.renders += 1
             state.metrics.renderCPUSeconds += cpuSeconds
@@ -54,7 +53,14 @@ extension ThumbnailPipeline {
                 state.jobs[job.key.digest] = nil
                 waiters = Array(record.waiters.values)
             }
-            if waiters.isEmpty { state.metrics.wastedCPUSeconds += cpuSeconds }
+            if let latency = job.secondsSinceCancel {
+                state.metrics.cancelLatencySecondsSum += latency
+                state.metrics.cancelLatencySecondsMax = max(state.metrics.cancelLatencySecondsMax, latency)
+            }
+            if waiters.isEmpty {
+                state.metrics.wastedCPUSeconds += cpuSeconds
+                state.metrics.wastedRenders += 1
+            }
             if case .failure(let error) = outcome, error != .cancelled { state.metrics.failures += 1 }
             for waiter in waiters {
                 if let slot = waiter.slot, state.slots[slot]?.liveWaiter?.waiterID == waiter.id {
@@ -63,7 +69,6 @@ extension ThumbnailPipeline {
                 answers.add(waiter, .init(token: waiter.token, result: outcome))
             }
         }
-        answers.deliver()
     }
 
     private func render(_ job: RenderJob) -> Result<CachedThumbnail, PipelineError> {
@@ -90,7 +95,11 @@ extension ThumbnailPipeline {
             key = CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
         }
         do {
-            let thumbnail = try thumbnailer.thumbnail(of: source, request: job.request, isCancelled: { job.isCancelled })
+            let hook = checkpointHook
+            let thumbnail = try thumbnailer.thumbnail(of: source, request: job.request) {
+                hook?()
+                return job.isCancelled
+            }
             let cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
                                          filePath: disk.filePath(for: key, format: thumbnail.format),
                                          format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)

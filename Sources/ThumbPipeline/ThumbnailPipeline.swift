@@ -19,6 +19,8 @@ public final class ThumbnailPipeline: Sendable {
     let state: Mutex<PipelineState>
     let workAvailable = DispatchSemaphore(value: 0)
     let workersDone = DispatchGroup()
+    /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
+    let checkpointHook: (@Sendable () -> Void)?
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -26,7 +28,8 @@ public final class ThumbnailPipeline: Sendable {
 
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
     /// to line requests up deterministically.
-    init(configuration: PipelineConfiguration, startsWorkers: Bool) throws {
+    init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil) throws {
+        self.checkpointHook = checkpointHook
         self.configuration = configuration
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [configuration.cacheDirectory])
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
@@ -39,13 +42,16 @@ public final class ThumbnailPipeline: Sendable {
     /// Submits a request; `completion` is called exactly once, on some thread (at once for
     /// cache hits and refusals, from a worker otherwise). Returns the request's token when it
     /// names a slot.
+    ///
+    /// Completions run while the pipeline's lock is held: that is what makes "superseded means
+    /// never answered with bytes" hold for the caller too — once `submit` of a newer request on
+    /// a slot returns, no older request of that slot can still be handed bytes. So a completion
+    /// must be quick and must not call back into the pipeline (hand the answer to another
+    /// thread, resume a continuation or a suspended connection).
     @discardableResult
     public func submit(_ request: PipelineRequest,
                        completion: @escaping @Sendable (PipelineResponse) -> Void) -> UInt64? {
-        var answers = Answers()
-        let token = prepare(request, completion: completion, answers: &answers)
-        answers.deliver()
-        return token
+        prepare(request, completion: completion)
     }
 
     /// Async form of `submit`.
@@ -58,8 +64,7 @@ public final class ThumbnailPipeline: Sendable {
     /// The `prepareForReuse` moment: the slot's live request (if any) is answered `cancelled`
     /// and its work cancelled unless someone else still wants it.
     public func release(_ slot: SlotID) {
-        var answers = Answers()
-        state.withLock { state in
+        locked { state, answers in
             guard let waiter = state.slots[slot]?.liveWaiter else { return }
             state.slots[slot]?.liveWaiter = nil
             if let removed = detach(waiter, in: &state) {
@@ -67,7 +72,6 @@ public final class ThumbnailPipeline: Sendable {
                 answers.add(removed, .init(token: removed.token, result: .failure(.cancelled)))
             }
         }
-        answers.deliver()
     }
 
     /// Drops every thumbnail of an asset (memory and disk) and its negative entry.
@@ -96,8 +100,7 @@ public final class ThumbnailPipeline: Sendable {
     /// Stops taking work: queued and new requests are answered `shuttingDown`, running renders
     /// finish (or stop at their next checkpoint when nobody waits), workers exit, the index closes.
     public func shutdown() {
-        var answers = Answers()
-        let workers = state.withLock { state -> Int in
+        let workers = locked { state, answers -> Int in
             guard !state.shuttingDown else { return 0 }
             state.shuttingDown = true
             for (digest, record) in state.jobs where record.phase == .queued {
@@ -111,15 +114,25 @@ public final class ThumbnailPipeline: Sendable {
             }
             return configuration.workers
         }
-        answers.deliver()
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()
         disk.close()
     }
 }
 
-/// Answers collected under the lock and delivered after it is released (a completion may
-/// call back into the pipeline).
+extension ThumbnailPipeline {
+    /// Runs `body` under the lock and delivers the answers it collected before releasing it.
+    func locked<Result>(_ body: (inout PipelineState, inout Answers) -> Result) -> Result {
+        state.withLock { state in
+            var answers = Answers()
+            let result = body(&state, &answers)
+            answers.deliver()
+            return result
+        }
+    }
+}
+
+/// Answers collected while deciding, delivered once the decisions are made.
 struct Answers {
     private var pending: [(@Sendable (PipelineResponse) -> Void, PipelineResponse)] = []
 

@@ -40,35 +40,54 @@ enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
 
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        // Peak RSS comes from GNU time, which forks the child itself: wait4's ru_maxrss of a child
+        // spawned straight from this (large) test process would include this process's own peak,
+        // which Linux carries into the child across exec.
+        let rssPath = scratch.appendingPathComponent("rss").path
+        let timeTool = "/usr/bin/time"
+        guard FileManager.default.isExecutableFile(atPath: timeTool) else {
+            throw SpawnError(description: "\(timeTool) is missing: install Debian's 'time' package (scripts/install-deps --test does)")
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([timeTool, "-f", "%M", "-o", rssPath, executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0) // its own group, so a timeout kills the child too
         var pid: pid_t = 0
         let start = Date()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, timeTool, &actions, &attributes, argv, environ)
         guard spawned == 0 else {
             throw SpawnError(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
 
         var status: Int32 = 0
-        var usage = rusage()
         var killed = false
         while true {
-            let reaped = wait4(pid, &status, WNOHANG, &usage)
+            let reaped = wait4(pid, &status, WNOHANG, nil)
             if reaped == pid { break }
             if reaped < 0 && errno != EINTR { throw SpawnError(description: "wait4: \(String(cString: strerror(errno)))") }
             if !killed && Date().timeIntervalSince(start) > timeout {
-                kill(pid, SIGKILL)
+                kill(-pid, SIGKILL)
                 killed = true
             }
             usleep(5_000)
         }
         let wall = Date().timeIntervalSince(start)
-        let termSignal = status & 0x7F
         let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        // time's report: "Command terminated by signal N" when the child died of a signal, then
+        // the peak RSS in kilobytes.
+        let report = read(rssPath).split(separator: "\n").map(String.init)
+        let rssKilobytes = report.last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        var termSignal = status & 0x7F
+        if let line = report.first(where: { $0.hasPrefix("Command terminated by signal ") }) {
+            termSignal = Int32(line.dropFirst("Command terminated by signal ".count)) ?? termSignal
+        }
         return ChildResult(exitCode: termSignal == 0 ? (status >> 8) & 0xFF : nil,
                            signal: termSignal == 0 ? nil : termSignal,
                            killedAfterTimeout: killed,
-                           maxRSSBytes: Int(usage.ru_maxrss) * 1024, // Linux: kilobytes
+                           maxRSSBytes: rssKilobytes * 1024,
                            wallSeconds: wall, stdout: read(outPath), stderr: read(errPath))
     }
 }

@@ -5,7 +5,7 @@ import ThumbImaging
 @testable import ThumbPipeline
 
 /// A pipeline over a temporary asset folder filled with small corpus images.
-final class PipelineFixture: Sendable {
+final class PipelineFixture: @unchecked Sendable {
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../shared/corpus").standardized.path
     /// Small real images of both formats.
@@ -32,7 +32,17 @@ final class PipelineFixture: Sendable {
         try Data("this is not an image".utf8).write(to: URL(fileURLWithPath: assets + "/broken.jpg"))
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    /// A fixture over a folder another process made (the crash test's child); not removed.
+    init(existingRoot: String) {
+        root = existingRoot
+        assets = existingRoot + "/assets"
+        cache = existingRoot + "/cache"
+        ownsRoot = false
+    }
+
+    private var ownsRoot = true
+
+    deinit { if ownsRoot { try? FileManager.default.removeItem(atPath: root) } }
 
     /// Asset names in the folder: img0.jpg … img5.jpg/png.
     var imageNames: [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ThumbImaging
 @testable import ThumbPipeline
@@ -65,21 +66,34 @@ import ThumbImaging
     }
 
     @Test func cancellationReachesARunningDecode() async throws {
-        // A 12-MP JPEG takes long enough that the release lands mid-decode.
         try FileManager.default.copyItem(atPath: PipelineFixture.corpus + "/large-photos/exif-samples__mobile_jolla.jpg",
                                          toPath: fixture.assets + "/big.jpg")
-        let pipeline = try fixture.pipeline { $0.workers = 1 }
-        let log = AnswerLog()
         let cell = SlotID(client: "app", slot: "big")
+        // At the decode's third checkpoint (two batches of rows decoded), the cell is reused:
+        // the release lands mid-decode, and that same checkpoint must stop the work.
+        let releaseOnce = Mutex<(@Sendable () -> Void)?>(nil)
+        let checkpoints = Mutex(0)
+        let pipeline = try ThumbnailPipeline(configuration: fixture.configuration { $0.workers = 1 }, startsWorkers: true) {
+            let count = checkpoints.withLock { count in
+                count += 1
+                return count
+            }
+            guard count == 3 else { return }
+            releaseOnce.withLock { action in
+                action?()
+                action = nil
+            }
+        }
+        releaseOnce.withLock { $0 = { pipeline.release(cell) } }
         let xxl = SlotKind(name: "xxl", widthPoints: 2000, heightPoints: 2000)
-        pipeline.submit(.init(assetPath: "big.jpg", kind: xxl, scale: 1, slot: cell), completion: log.completion("big"))
-        while pipeline.metrics.runningJobs == 0 && pipeline.metrics.renders == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        pipeline.release(cell)
-        #expect(log.response("big")?.error == .cancelled)
+        let answer = await pipeline.thumbnail(.init(assetPath: "big.jpg", kind: xxl, scale: 1, slot: cell))
+        #expect(answer.error == .cancelled)
         while pipeline.metrics.renders == 0 { try await Task.sleep(for: .milliseconds(2)) }
         let metrics = pipeline.metrics
         #expect(metrics.abortedRenders == 1)
         #expect(metrics.wastedCPUSeconds > 0)
+        // Stopped there, not after the other ~150 row batches.
+        #expect(checkpoints.withLock { $0 } == 3)
         pipeline.shutdown()
     }
 

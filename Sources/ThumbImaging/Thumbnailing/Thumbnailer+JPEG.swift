@@ -44,6 +44,7 @@ extension Thumbnailer {
             }
         }
         guard shrinker.isComplete else { throw .undecodable(reason: "decoder stopped before the last row") }
+        if isCancelled?() == true { throw .cancelled }
         let pixels = finish(shrinker.output, shrinkFactor: Double(plan.dctDenominator * plan.boxFactor), geometry: geometry)
         let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform(profile: $0, layout: .rgb) }
         return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,

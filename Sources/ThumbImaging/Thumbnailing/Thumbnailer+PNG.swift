@@ -35,6 +35,7 @@ extension Thumbnailer {
                 remaining -= count
             }
         }
+        if isCancelled?() == true { throw .cancelled }
         let pixels = finish(shrinker.output, shrinkFactor: Double(plan.boxFactor), geometry: geometry)
         let transform = profile.flatMap { ColorProfileTransform(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
         return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,

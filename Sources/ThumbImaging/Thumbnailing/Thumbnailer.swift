@@ -54,6 +54,7 @@ public struct Thumbnailer: Sendable {
     public func thumbnail(of source: SourceBytes, request: ThumbnailRequest,
                           isCancelled: CancellationCheck? = nil) throws(ImagingError) -> Thumbnail {
         let rendered = try render(source, request: request, isCancelled: isCancelled)
+        if isCancelled?() == true { throw .cancelled }
         var pixels = rendered.pixels
         if pixels.hasAlpha && !pixels.hasTransparency {
             pixels = pixels.flattened()

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
 
 /// One unit of render work, shared by every request that wants the same key (coalescing).
@@ -12,6 +15,8 @@ final class RenderJob: Sendable {
     /// Distinguishes this job from a later one with the same key.
     let generation: UInt64
     private let cancelFlag = Atomic<Bool>(false)
+    /// When `cancel` was called, nanoseconds on the monotonic clock (0: not cancelled).
+    private let cancelledAt = Atomic<UInt64>(0)
 
     init(key: CacheKey, asset: AssetVersion, absolutePath: String, request: ThumbnailRequest, generation: UInt64) {
         self.key = key
@@ -22,7 +27,22 @@ final class RenderJob: Sendable {
     }
 
     var isCancelled: Bool { cancelFlag.load(ordering: .relaxed) }
-    func cancel() { cancelFlag.store(true, ordering: .relaxed) }
+    func cancel() {
+        cancelledAt.store(Self.monotonicNanoseconds(), ordering: .relaxed)
+        cancelFlag.store(true, ordering: .relaxed)
+    }
+
+    /// Seconds since `cancel`, or nil if the job was not cancelled.
+    var secondsSinceCancel: Double? {
+        let at = cancelledAt.load(ordering: .relaxed)
+        return at == 0 ? nil : Double(Self.monotonicNanoseconds() &- at) / 1e9
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
 }
 
 /// A request waiting on a job.
@@ -43,6 +63,8 @@ struct JobRecord {
     var waiters: [UInt64: Waiter] = [:]
     var phase = Phase.queued
     var priority: Priority
+    /// Queued but held back by the fling debounce (not in the queue yet).
+    var parked = false
 
     /// The highest priority among the waiters (a job runs as urgently as its most urgent waiter).
     var waitersPriority: Priority? { waiters.values.map(\.priority).max() }
