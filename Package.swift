@@ -14,15 +14,20 @@ let package = Package(
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
         .systemLibrary(name: "CLCMS", path: "Sources/CLCMS"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         .target(name: "ThumbImaging", dependencies: ["CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
         .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline"]),
+        // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
+        .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "CThumbHTTP", "CMicroHTTPD"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
                           path: "Benchmarks/ScrollSimulation"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbImaging"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbServer", "ThumbPipeline", "ThumbImaging"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,6 +12,8 @@ struct PipelineState {
     }
 
     var slots: [SlotID: SlotRecord] = [:]
+    /// Prefetch batches by id: their waiters, so that a batch can be withdrawn.
+    var groups: [String: [WaiterRef]] = [:]
     var jobs: [String: JobRecord] = [:]
     var queue = JobQueue()
     var queuedJobs = 0

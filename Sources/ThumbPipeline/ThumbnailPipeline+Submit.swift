@@ -102,8 +102,9 @@ extension ThumbnailPipeline {
 
     /// Queues background work (pre-rendering, batch) that nobody is told about: it coalesces
     /// with visible requests and keeps its job alive until done. False when refused.
+    /// `group` names a prefetch batch that `cancelGroup` can withdraw.
     @discardableResult
-    public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch) -> Bool {
+    public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
         if disk.failure(for: resolved.version) != nil { return false }
         let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: configuration.encoder)
@@ -111,7 +112,26 @@ extension ThumbnailPipeline {
         return state.withLock { state in
             guard !state.shuttingDown else { return false }
             let waiter = Waiter(id: state.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
-            return attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, parks: false, in: &state)
+            guard attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, parks: false, in: &state) else { return false }
+            if let group {
+                state.groups[group, default: []].append(.init(digest: key.digest, waiterID: waiter.id))
+                if state.groups.count > 1024 {
+                    // Forget batches whose work is all done, so the table stays bounded.
+                    let jobs = state.jobs
+                    state.groups = state.groups.filter { $0.value.contains { jobs[$0.digest]?.waiters[$0.waiterID] != nil } }
+                }
+            }
+            return true
+        }
+    }
+
+    /// Withdraws a prefetch batch: its work is cancelled unless someone else wants it.
+    /// Returns how many of its requests were still waiting.
+    @discardableResult
+    public func cancelGroup(_ group: String) -> Int {
+        state.withLock { state in
+            let references = state.groups.removeValue(forKey: group) ?? []
+            return references.reduce(0) { count, reference in count + (detach(reference, in: &state) == nil ? 0 : 1) }
         }
     }
 

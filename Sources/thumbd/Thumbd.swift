@@ -2,7 +2,7 @@
 enum Thumbd {
     static let version = "0.1.0"
 
-    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self]
+    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self, ServeCommand.self]
 
     static let usage = """
         usage: thumbd <command> [options]
@@ -62,7 +62,10 @@ enum ExitCode: Int32 {
     case usage = 64
     case dataError = 65
     case noInput = 66
+    case unavailable = 69
     case cannotCreate = 73
     case ioError = 74
+    case software = 70
+    case osError = 71
     case config = 78
 }

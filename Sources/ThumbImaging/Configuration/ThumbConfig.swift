@@ -8,6 +8,7 @@ public struct ThumbConfig: Sendable, Equatable {
     public var limits = ImageLimits()
     public var encoder = EncoderSettings()
     public var shrinkTuning = ShrinkPlan.Tuning()
+    public var service = ServiceSettings()
 
     public init() {}
 
@@ -25,12 +26,13 @@ public struct ThumbConfig: Sendable, Equatable {
 
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "server"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets
         }
         if let limits = try root.fields("limits") { config.limits = try parseLimits(limits) }
+        try parseService(root, into: &config, folder: folder)
         if let encoding = try root.fields("encoding") { config.encoder = try parseEncoding(encoding) }
         if let resampling = try root.fields("resampling") {
             try resampling.allowOnly(["dctMargin", "boxMargin"])

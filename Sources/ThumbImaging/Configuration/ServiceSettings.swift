@@ -1,0 +1,77 @@
+/// The daemon's part of the config: where the cache lives, how it listens, how much it may use.
+/// Budgets in bytes.
+public struct ServiceSettings: Sendable, Equatable {
+    public var cacheDirectory: String?
+    public var memoryCacheBytes = 64 << 20
+    public var diskCacheBytes = 2 << 30
+    /// Render threads; nil: one per core.
+    public var workers: Int?
+    public var maxQueuedJobs = 4096
+    /// Unix socket path; nil: `$RUNTIME_DIRECTORY/thumbd.sock` or `./thumbd.sock`.
+    public var socketPath: String?
+    /// Permission bits of the socket file.
+    public var socketMode = 0o660
+    /// Group owning the socket file (name), if any.
+    public var socketGroup: String?
+    /// Optional loopback TCP listener, "HOST:PORT".
+    public var listen: String?
+    /// Open connections per listener.
+    public var maxConnections = 1024
+    /// HTTP threads per listener.
+    public var httpThreads = 2
+    /// Longest `wait` a request may ask for, milliseconds; also the default.
+    public var maxWaitMilliseconds = 30_000
+
+    public init() {}
+}
+
+extension ThumbConfig {
+    static func parseService(_ root: JSONFields, into config: inout ThumbConfig, folder: String) throws(ConfigError) {
+        func absolute(_ path: String) -> String { path.hasPrefix("/") ? path : folder + "/" + path }
+        if let cache = try root.fields("cache") {
+            try cache.allowOnly(["directory", "memoryBytes", "diskBytes"])
+            if let directory = try cache.string("directory") { config.service.cacheDirectory = absolute(directory) }
+            if let bytes = try cache.integer("memoryBytes", in: 0...(1 << 40)) { config.service.memoryCacheBytes = bytes }
+            if let bytes = try cache.integer("diskBytes", in: (1 << 20)...(1 << 50)) { config.service.diskCacheBytes = bytes }
+        }
+        if let workers = try root.integer("workers", in: 1...256) { config.service.workers = workers }
+        if let server = try root.fields("server") {
+            try server.allowOnly(["socket", "socketMode", "socketGroup", "listen", "maxConnections", "httpThreads",
+                                  "maxQueuedJobs", "maxWaitMilliseconds"])
+            if let socket = try server.string("socket") { config.service.socketPath = absolute(socket) }
+            if let mode = try server.string("socketMode") {
+                guard let bits = Int(mode, radix: 8), (0...0o777).contains(bits) else {
+                    throw server.fail("socketMode", "must be an octal mode string such as \"0660\"")
+                }
+                config.service.socketMode = bits
+            }
+            if let group = try server.string("socketGroup") { config.service.socketGroup = group }
+            if let listen = try server.string("listen") {
+                guard ListenAddress(listen) != nil else {
+                    throw server.fail("listen", "must be HOST:PORT on loopback, e.g. 127.0.0.1:8080")
+                }
+                config.service.listen = listen
+            }
+            if let value = try server.integer("maxConnections", in: 1...100_000) { config.service.maxConnections = value }
+            if let value = try server.integer("httpThreads", in: 1...64) { config.service.httpThreads = value }
+            if let value = try server.integer("maxQueuedJobs", in: 1...1_000_000) { config.service.maxQueuedJobs = value }
+            if let value = try server.integer("maxWaitMilliseconds", in: 0...600_000) { config.service.maxWaitMilliseconds = value }
+        }
+    }
+}
+
+/// A loopback TCP address, "127.0.0.1:8080" or "[::1]:8080" or "localhost:8080".
+public struct ListenAddress: Sendable, Equatable {
+    public var host: String
+    public var port: UInt16
+
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" { host = "127.0.0.1" }
+        guard host == "::1" || host.hasPrefix("127.") else { return nil }
+        self.host = host
+        self.port = port
+    }
+}

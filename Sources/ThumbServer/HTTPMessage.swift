@@ -1,0 +1,48 @@
+import Foundation
+
+/// A request as the API sees it: decoded path, query and lower-cased header names.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// URL path, percent-decoded by the HTTP library.
+    public var path: String
+    public var query: [String: String]
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+}
+
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// `{"error": code, "message": text}` plus any extra fields.
+    public static func error(_ status: Int, _ code: String, _ message: String, extra: [String: Any] = [:],
+                             headers: [(String, String)] = []) -> HTTPResponse {
+        var object: [String: Any] = ["error": code, "message": message]
+        for (key, value) in extra { object[key] = value }
+        return json(status, object, headers: headers)
+    }
+
+    public static func json(_ status: Int, _ object: Any, headers: [(String, String)] = []) -> HTTPResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(data) + [0x0A])
+    }
+
+    public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+}

@@ -1,0 +1,57 @@
+import ThumbPipeline
+
+extension ThumbnailAPI {
+    /// Prometheus text exposition format.
+    func metricsText() -> String {
+        let metrics = pipeline.metrics
+        let cache = pipeline.cacheStatistics
+        var lines: [String] = []
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) \(type)")
+            for (labels, value) in samples {
+                lines.append("\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value))")
+            }
+        }
+        let requests = counters.withLock { $0.counts }
+        metric("thumbd_http_requests_total", "counter", "HTTP requests by route and status.",
+               requests.keys.sorted().flatMap { route in
+                   (requests[route] ?? [:]).keys.sorted().map { status in
+                       ("route=\"\(route)\",status=\"\(status)\"", Double(requests[route]?[status] ?? 0))
+                   }
+               })
+        metric("thumbd_cache_hits_total", "counter", "Thumbnails answered from a cache.",
+               [("level=\"memory\"", Double(metrics.memoryHits)), ("level=\"disk\"", Double(metrics.diskHits))])
+        metric("thumbd_cache_misses_total", "counter", "Requests that needed a render.", [("", Double(metrics.misses))])
+        metric("thumbd_negative_cache_hits_total", "counter", "Requests refused from the failed-source record.", [("", Double(metrics.negativeHits))])
+        var cumulative = 0
+        var buckets: [(String, Double)] = []
+        for (index, bound) in PipelineMetrics.renderBucketBounds.enumerated() {
+            cumulative += metrics.renderSecondsBuckets[index]
+            buckets.append(("le=\"\(bound)\"", Double(cumulative)))
+        }
+        buckets.append(("le=\"+Inf\"", Double(metrics.renders)))
+        lines.append("# HELP thumbd_render_seconds Wall time of each render.")
+        lines.append("# TYPE thumbd_render_seconds histogram")
+        for (labels, value) in buckets { lines.append("thumbd_render_seconds_bucket{\(labels)} \(Int(value))") }
+        lines.append("thumbd_render_seconds_sum \(metrics.renderSecondsSum)")
+        lines.append("thumbd_render_seconds_count \(metrics.renders)")
+        metric("thumbd_queue_depth", "gauge", "Jobs waiting for a worker, by priority.",
+               Priority.allCases.map { ("priority=\"\($0)\"", Double(metrics.queuedJobs[$0] ?? 0)) })
+        metric("thumbd_running_renders", "gauge", "Renders in progress.", [("", Double(metrics.runningJobs))])
+        metric("thumbd_superseded_total", "counter", "Requests superseded by a newer one on their slot.", [("", Double(metrics.superseded))])
+        metric("thumbd_cancelled_total", "counter", "Requests cancelled by a slot release.", [("", Double(metrics.cancelled))])
+        metric("thumbd_coalesced_total", "counter", "Requests that joined identical work already queued or running.", [("", Double(metrics.coalesced))])
+        metric("thumbd_overloaded_total", "counter", "Requests refused because the queue was full.", [("", Double(metrics.overloaded))])
+        metric("thumbd_render_failures_total", "counter", "Renders that failed (undecodable, too large).", [("", Double(metrics.failures))])
+        metric("thumbd_render_cpu_seconds_total", "counter", "Thread CPU spent rendering.", [("", metrics.renderCPUSeconds)])
+        metric("thumbd_wasted_render_cpu_seconds_total", "counter", "Thread CPU spent on renders nobody waited for any more.", [("", metrics.wastedCPUSeconds)])
+        metric("thumbd_watcher_events_total", "counter", "Folder watcher events handled.", [("", Double(metrics.watcherEvents))])
+        metric("thumbd_cache_bytes", "gauge", "Bytes of thumbnails held.",
+               [("level=\"memory\"", Double(cache.memory.bytes)), ("level=\"disk\"", Double(cache.disk.bytes))])
+        metric("thumbd_cache_entries", "gauge", "Thumbnails held.",
+               [("level=\"memory\"", Double(cache.memory.entries)), ("level=\"disk\"", Double(cache.disk.entries))])
+        metric("thumbd_slots", "gauge", "Slots remembered.", [("", Double(metrics.liveSlots))])
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,35 @@
+import ThumbServer
+
+/// `thumbd serve`: the daemon.
+struct ServeCommand: ThumbdCommand {
+    static let name = "serve"
+    static let summary = "run the thumbnail daemon (HTTP on a Unix socket)"
+    static let usage = """
+        usage: thumbd serve [--config FILE] [--assets DIR] [--cache DIR] [--socket PATH] [--listen HOST:PORT] [--workers N]
+
+        Serves thumbnails of the asset folder over HTTP/1.1 on a Unix socket (and optionally loopback TCP),
+        keeps them in a memory + disk cache, pre-renders new assets for the kinds marked "pregenerate",
+        and speaks sd_notify (READY, WATCHDOG, STOPPING) under systemd. SIGHUP reloads the kinds;
+        SIGTERM or Ctrl-C stops cleanly. Flags override the config file.
+
+        exit status: 0 stopped cleanly; 64 usage; 71 cannot listen; 73 cannot open the cache; 78 bad config.
+        """
+
+    var options = Daemon.Options()
+
+    init(arguments: [String]) throws(UsageError) {
+        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--assets", "--cache", "--socket", "--listen", "--workers"], flags: [])
+        guard scanner.positionals.isEmpty else { throw UsageError(message: "unexpected argument '\(scanner.positionals[0])'") }
+        options.configPath = try scanner.value("--config")
+        options.assets = try scanner.value("--assets")
+        options.cache = try scanner.value("--cache")
+        options.socket = try scanner.value("--socket")
+        options.listen = try scanner.value("--listen")
+        options.workers = try scanner.integer("--workers", in: 1...256)
+    }
+
+    func run() -> ExitCode {
+        let status = Daemon(options: options).run()
+        return ExitCode(rawValue: status.rawValue) ?? .software
+    }
+}
