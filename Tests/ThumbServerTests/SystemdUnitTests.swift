@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+
+/// Checks the units in `systemd/` with the tools systemd ships, without needing systemd as PID 1:
+/// `systemd-analyze verify` (syntax, directives, the commands exist) and
+/// `systemd-analyze security --offline=true` (exposure level 2.0 "OK" or better), for the unit as
+/// shipped and with the TCP drop-in, plus a dry run of the sysusers.d file.
+///
+/// `verify` insists that ExecStart's binary exists; the units name the installed path
+/// /usr/local/bin/thumbd. The test therefore verifies a copy in a temporary directory whose
+/// ExecStart names the binary this build produced — the only change, and it is checked to
+/// happen exactly once per file. `security` needs no binary and reads copies left unchanged.
+@Suite("systemd units")
+struct SystemdUnitTests {
+    @Test("systemd-analyze verify accepts thumbd.service and thumbd.socket")
+    func verifyUnits() throws {
+        let analyze = try SystemdTools.require("systemd-analyze")
+        let stage = try SystemdStage(rewriteExecStartTo: try SystemdTools.builtThumbd())
+        defer { stage.remove() }
+        let result = try SystemdTools.run(analyze, ["verify", "--man=no", "--generators=no",
+                                                    "--recursive-errors=no",
+                                                    stage.path("thumbd.service"), stage.path("thumbd.socket")])
+        // Other units on the host (targets pulled in as dependencies) may warn on their own; only
+        // lines about our units and the exit status (which, with --recursive-errors=no, counts
+        // only the units named) matter.
+        let ours = stage.linesAboutOurUnits(result)
+        #expect(result.status == 0, "systemd-analyze verify failed:\n\(result.output)")
+        #expect(ours.isEmpty, "systemd-analyze verify warns about our units:\n\(ours.joined(separator: "\n"))")
+    }
+
+    @Test("systemd-analyze verify accepts thumbd.service with the TCP drop-in")
+    func verifyTCPDropIn() throws {
+        let analyze = try SystemdTools.require("systemd-analyze")
+        let stage = try SystemdStage(rewriteExecStartTo: try SystemdTools.builtThumbd(), withTCPDropIn: true)
+        defer { stage.remove() }
+        let result = try SystemdTools.run(analyze, ["verify", "--man=no", "--generators=no",
+                                                    "--recursive-errors=no", stage.path("thumbd.service")])
+        let ours = stage.linesAboutOurUnits(result)
+        #expect(result.status == 0, "systemd-analyze verify (TCP drop-in) failed:\n\(result.output)")
+        #expect(ours.isEmpty, "systemd-analyze verify warns about our units:\n\(ours.joined(separator: "\n"))")
+    }
+
+    @Test("systemd-analyze security rates thumbd.service 2.0 or lower", arguments: [false, true])
+    func securityExposure(withTCPDropIn: Bool) throws {
+        let analyze = try SystemdTools.require("systemd-analyze")
+        let stage = try SystemdStage(rewriteExecStartTo: nil, withTCPDropIn: withTCPDropIn)
+        defer { stage.remove() }
+        // --threshold is in tenths (the 0-100 scale behind the 0.0-10.0 shown): above 20, the
+        // command exits non-zero. The printed level is parsed and checked as well.
+        let result = try SystemdTools.run(analyze, ["security", "--offline=true", "--threshold=20",
+                                                    "--no-pager", stage.path("thumbd.service")])
+        let level = SystemdTools.exposureLevel(in: result.output, unit: "thumbd.service")
+        let variant = withTCPDropIn ? "with the TCP drop-in" : "as shipped"
+        let exposure = try #require(level, "no 'Overall exposure level' line (\(variant)):\n\(result.output)")
+        #expect(exposure <= 2.0, "exposure \(exposure) (\(variant)) is above 2.0:\n\(result.output)")
+        #expect(result.status == 0, "systemd-analyze security exited \(result.status) (\(variant)):\n\(result.output)")
+    }
+
+    @Test("thumbd.sysusers creates the thumbd user and group (dry run)")
+    func sysusersDryRun() throws {
+        let sysusers = try SystemdTools.require("systemd-sysusers")
+        let root = try SystemdStage.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let file = SystemdTools.packageRoot.appendingPathComponent("systemd/thumbd.sysusers").path
+        let result = try SystemdTools.run(sysusers, ["--root=\(root)", "--dry-run", file])
+        #expect(result.status == 0, "systemd-sysusers failed:\n\(result.output)")
+        #expect(result.output.contains("Creating group 'thumbd'"), "\(result.output)")
+        #expect(result.output.contains("Creating user 'thumbd'"), "\(result.output)")
+    }
+}
+
+/// A temporary copy of the units (and optionally the TCP drop-in, as thumbd.service.d/tcp.conf).
+private struct SystemdStage {
+    let directory: String
+
+    static func makeTemporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("thumbd-systemd-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// `rewriteExecStartTo`: the binary to name instead of /usr/local/bin/thumbd (nil: unchanged).
+    init(rewriteExecStartTo binary: String?, withTCPDropIn: Bool = false) throws {
+        directory = try Self.makeTemporaryDirectory()
+        let source = SystemdTools.packageRoot.appendingPathComponent("systemd")
+        var files = [("thumbd.service", "thumbd.service"), ("thumbd.socket", "thumbd.socket")]
+        if withTCPDropIn {
+            try FileManager.default.createDirectory(atPath: path("thumbd.service.d"), withIntermediateDirectories: true)
+            files.append(("thumbd-tcp.conf", "thumbd.service.d/tcp.conf"))
+        }
+        for (name, destination) in files {
+            var text = try String(contentsOf: source.appendingPathComponent(name), encoding: .utf8)
+            if let binary, name != "thumbd.socket" {
+                let installed = "ExecStart=/usr/local/bin/thumbd "
+                let count = text.components(separatedBy: installed).count - 1
+                guard count == 1 else {
+                    throw SystemdTools.Failure("systemd/\(name): expected one '\(installed)…' line, found \(count)")
+                }
+                // Quoted: a package root with spaces stays one word.
+                text = text.replacingOccurrences(of: installed, with: "ExecStart=\"\(binary)\" ")
+            }
+            try text.write(toFile: path(destination), atomically: true, encoding: .utf8)
+        }
+    }
+
+    func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    /// "thumbd.service: …" (unit-level) and "/tmp/…/thumbd.service:76: …" (file-level) lines.
+    func linesAboutOurUnits(_ result: SystemdTools.Result) -> [String] {
+        result.outputLines.filter { $0.hasPrefix("thumbd.") || $0.contains(directory) }
+    }
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+private enum SystemdTools {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    struct Result {
+        var status: Int32
+        var output: String  // stdout then stderr
+        var outputLines: [String] { output.split(separator: "\n").map(String.init) }
+    }
+
+    /// Tests/ThumbServerTests/SystemdUnitTests.swift → the package root.
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A systemd tool, or a failure (not a skip) telling how to get it.
+    static func require(_ tool: String) throws -> String {
+        for directory in ["/usr/bin", "/bin", "/usr/local/bin"] {
+            let path = "\(directory)/\(tool)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw Failure("\(tool) is missing: install Debian's 'systemd' package "
+                      + "(apt-get install systemd) to check the units in systemd/")
+    }
+
+    /// The thumbd binary of this build: beside the test bundle first (same configuration), then
+    /// .build/release or .build/debug.
+    static func builtThumbd() throws -> String {
+        var candidates: [String] = []
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent()
+                .appendingPathComponent("thumbd").path)
+        }
+        for configuration in ["release", "debug"] {
+            candidates.append(packageRoot.appendingPathComponent(".build/\(configuration)/thumbd").path)
+        }
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw Failure("no built thumbd binary (looked at \(candidates.joined(separator: ", "))): run swift build first")
+        }
+        return URL(fileURLWithPath: found).resolvingSymlinksInPath().path
+    }
+
+    /// "→ Overall exposure level for thumbd.service: 0.3 SAFE 😀" → 0.3
+    static func exposureLevel(in output: String, unit: String) -> Double? {
+        let marker = "Overall exposure level for \(unit):"
+        for line in output.split(separator: "\n") {
+            guard let range = line.range(of: marker) else { continue }
+            let rest = line[range.upperBound...].split(separator: " ").first
+            return rest.flatMap { Double($0) }
+        }
+        return nil
+    }
+
+    /// Runs a tool to completion; output goes through files, so a chatty tool never blocks on a pipe.
+    static func run(_ executable: String, _ arguments: [String]) throws -> Result {
+        let scratch = try SystemdStage.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let outPath = (scratch as NSString).appendingPathComponent("stdout")
+        let errPath = (scratch as NSString).appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SYSTEMD_PAGER"] = "cat"
+        environment["SYSTEMD_COLORS"] = "0"
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        return Result(status: process.terminationStatus, output: read(outPath) + read(errPath))
+    }
+}
