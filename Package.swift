@@ -22,12 +22,14 @@ let package = Package(
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "CThumbHTTP", "CMicroHTTPD"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer"]),
+        .target(name: "ThumbBatch", dependencies: ["ThumbPipeline", "ThumbImaging"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
                           path: "Benchmarks/ScrollSimulation"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbImaging"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbServerTests", dependencies: ["ThumbServer", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
     ],
     swiftLanguageModes: [.v6]
 )

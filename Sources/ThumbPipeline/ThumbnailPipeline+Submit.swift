@@ -125,6 +125,12 @@ extension ThumbnailPipeline {
         }
     }
 
+    /// Whether the disk cache holds this thumbnail for the asset's current version (no render, no read).
+    public func isCached(assetPath: String, kind: SlotKind, scale: Int) -> Bool {
+        guard let resolved = try? assets.resolve(assetPath) else { return false }
+        return disk.contains(CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: configuration.encoder))
+    }
+
     /// Withdraws a prefetch batch: its work is cancelled unless someone else wants it.
     /// Returns how many of its requests were still waiting.
     @discardableResult

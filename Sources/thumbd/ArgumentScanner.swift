@@ -73,7 +73,7 @@ struct ArgumentScanner {
 enum Console {
     static func out(_ text: String) { write(text + "\n", to: STDOUT_FILENO) }
 
-    static func error(_ text: String) { write(text + "\n", to: STDERR_FILENO) }
+    static func error(_ text: String, newline: Bool = true) { write(text + (newline ? "\n" : ""), to: STDERR_FILENO) }
 
     private static func write(_ text: String, to descriptor: Int32) {
         var bytes = Array(text.utf8)

@@ -2,7 +2,7 @@
 enum Thumbd {
     static let version = "0.1.0"
 
-    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self, ServeCommand.self]
+    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self, ServeCommand.self, BatchCommand.self]
 
     static let usage = """
         usage: thumbd <command> [options]

@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+import ThumbImaging
+import ThumbPipeline
+
+/// Renders batch jobs through a pipeline at batch priority, on all its workers, into the cache
+/// or into an output tree `OUT/<kind>@<scale>x/<asset path without extension>.<ext>`.
+/// Idempotent: thumbnails that are up to date are skipped.
+public final class BatchRunner {
+    public struct Failure: Error, Sendable, Equatable {
+        public var asset: String
+        public var kind: String
+        public var reason: String
+
+        public init(asset: String, kind: String, reason: String) {
+            self.asset = asset
+            self.kind = kind
+            self.reason = reason
+        }
+    }
+
+    /// What a run did. Counts are of thumbnails (asset × kind × scale).
+    public struct Summary: Sendable {
+        public var rendered = 0
+        public var upToDate = 0
+        public var failures: [Failure] = []
+        public var elapsedSeconds = 0.0
+        public var total: Int { rendered + upToDate + failures.count }
+        public var imagesPerSecond: Double { elapsedSeconds > 0 ? Double(rendered) / elapsedSeconds : 0 }
+    }
+
+    let pipeline: ThumbnailPipeline
+    let catalog: SlotCatalog
+    let defaultKinds: [String]
+    let outputTree: String?
+    let assetRoot: String
+    let maxInFlight: Int
+    public var progress: ((Summary, _ expected: Int?) -> Void)?
+
+    public init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, defaultKinds: [String], outputTree: String?) {
+        self.pipeline = pipeline
+        self.catalog = catalog
+        self.defaultKinds = defaultKinds
+        self.outputTree = outputTree
+        self.assetRoot = pipeline.configuration.assetRoot
+        maxInFlight = max(4, pipeline.configuration.workers * 4)
+    }
+
+    /// One thumbnail of a job.
+    struct Task {
+        var job: Int
+        var asset: String
+        var kindName: String
+        var kind: SlotKind
+        var scale: Int
+    }
+
+    /// Results handed from pipeline completions (which run under the pipeline's lock) to this thread.
+    final class Inbox: Sendable {
+        let results = Mutex<[(Task, PipelineResponse)]>([])
+        let arrived = DispatchSemaphore(value: 0)
+
+        func post(_ task: Task, _ response: PipelineResponse) {
+            results.withLock { $0.append((task, response)) }
+            arrived.signal()
+        }
+
+        func take() -> [(Task, PipelineResponse)] {
+            results.withLock { results in
+                defer { results.removeAll() }
+                return results
+            }
+        }
+    }
+
+    /// Runs `jobs` (any sequence, read lazily); `jobDone` is told each job's failures once all
+    /// its thumbnails are settled (for the spool's done/failed moves).
+    public func run(_ jobs: some Sequence<BatchJob>, expected: Int? = nil,
+                    jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
+        let start = ContinuousClock.now
+        var summary = Summary()
+        let inbox = Inbox()
+        var inFlight = 0
+        var pendingPerJob: [Int: (job: BatchJob, remaining: Int, failures: [Failure])] = [:]
+        var lastProgress = ContinuousClock.now
+
+        func settle(_ task: Task, failure: Failure?) {
+            if let failure { summary.failures.append(failure) }
+            guard var entry = pendingPerJob[task.job] else { return }
+            entry.remaining -= 1
+            if let failure { entry.failures.append(failure) }
+            if entry.remaining == 0 {
+                pendingPerJob[task.job] = nil
+                jobDone?(entry.job, entry.failures)
+            } else {
+                pendingPerJob[task.job] = entry
+            }
+        }
+
+        func drain(waiting: Bool) {
+            // Each result signals once; signals may outnumber what is left (a drain takes every
+            // result posted so far), so an empty take just waits again.
+            var batch = inbox.take()
+            while batch.isEmpty && waiting {
+                inbox.arrived.wait()
+                batch = inbox.take()
+            }
+            for (task, response) in batch {
+                if case .failure(.overloaded) = response.result {
+                    // A full queue is back-pressure, not a failure of the asset: ask again shortly.
+                    usleep(20_000)
+                    submit(task, inbox: inbox)
+                    continue
+                }
+                inFlight -= 1
+                switch response.result {
+                case .success(let thumbnail):
+                    if let failure = writeOutput(task, thumbnail) { settle(task, failure: failure) } else {
+                        summary.rendered += 1
+                        settle(task, failure: nil)
+                    }
+                case .failure(let error):
+                    settle(task, failure: Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x", reason: error.description))
+                }
+            }
+            if ContinuousClock.now - lastProgress > .milliseconds(200) {
+                lastProgress = ContinuousClock.now
+                summary.elapsedSeconds = (ContinuousClock.now - start) / .seconds(1)
+                progress?(summary, expected)
+            }
+        }
+
+        for (index, job) in jobs.enumerated() {
+            let tasks: [Task]
+            switch expand(job, index: index) {
+            case .success(let expanded): tasks = expanded
+            case .failure(let failure):
+                summary.failures.append(failure)
+                jobDone?(job, [failure])
+                continue
+            }
+            pendingPerJob[index] = (job, tasks.count, [])
+            for task in tasks {
+                if isUpToDate(task) {
+                    summary.upToDate += 1
+                    settle(task, failure: nil)
+                    continue
+                }
+                while inFlight >= maxInFlight { drain(waiting: true) }
+                inFlight += 1
+                submit(task, inbox: inbox)
+                drain(waiting: false)
+            }
+        }
+        while inFlight > 0 { drain(waiting: true) }
+        summary.elapsedSeconds = (ContinuousClock.now - start) / .seconds(1)
+        progress?(summary, expected)
+        return summary
+    }
+
+    private func submit(_ task: Task, inbox: Inbox) {
+        pipeline.submit(PipelineRequest(assetPath: task.asset, kind: task.kind, scale: task.scale, priority: .batch)) { response in
+            inbox.post(task, response)
+        }
+    }
+
+    func expand(_ job: BatchJob, index: Int) -> Result<[Task], Failure> {
+        var tasks: [Task] = []
+        for name in job.kinds ?? defaultKinds {
+            let selection: SlotSelection
+            do {
+                selection = try catalog.resolve(name)
+            } catch {
+                return .failure(Failure(asset: job.asset, kind: name, reason: error.description))
+            }
+            for scale in job.scale.map({ [$0] }) ?? selection.scales {
+                tasks.append(Task(job: index, asset: job.asset, kindName: selection.kind.name, kind: selection.kind, scale: scale))
+            }
+        }
+        return .success(tasks)
+    }
+}

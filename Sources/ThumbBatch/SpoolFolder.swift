@@ -1,0 +1,81 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A job queue in a folder, for one machine, no server: producers write a job file under a
+/// temporary name and rename it into `incoming/` as `*.json`. A consumer claims a job by renaming
+/// it into `claimed/` (rename is atomic: exactly one consumer wins), renders it, and moves it to
+/// `done/` or to `failed/` with the reason beside it (`NAME.reason`). Claims of a consumer that
+/// died are put back at start (at-least-once).
+public struct SpoolFolder: Sendable {
+    public let root: String
+    var incoming: String { root + "/incoming" }
+    var claimed: String { root + "/claimed" }
+    var done: String { root + "/done" }
+    var failed: String { root + "/failed" }
+
+    public init(root: String) throws {
+        self.root = root
+        for folder in [root + "/incoming", root + "/claimed", root + "/done", root + "/failed"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+    }
+
+    /// Claimed files are named `PID.NAME`: a claim whose process is gone goes back to `incoming/`.
+    /// Returns how many were recovered.
+    @discardableResult
+    public func recoverAbandonedClaims() -> Int {
+        var recovered = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: claimed)) ?? [] {
+            guard let dot = name.firstIndex(of: "."), let pid = Int32(name[..<dot]) else { continue }
+            if pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM) { continue } // still alive
+            let original = String(name[name.index(after: dot)...])
+            if rename(claimed + "/" + name, incoming + "/" + original) == 0 { recovered += 1 }
+        }
+        return recovered
+    }
+
+    /// The outcome of claiming: a job, a malformed file (already moved to `failed/`), or nothing left.
+    public enum Claim: Sendable {
+        case job(BatchJob)
+        case malformed(name: String, reason: String)
+        case empty
+    }
+
+    /// Claims the oldest job file (by name) that no other consumer took first.
+    public func claimNext() -> Claim {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: incoming)) ?? [])
+            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+        for name in names {
+            let claimedPath = "\(claimed)/\(getpid()).\(name)"
+            guard rename(incoming + "/" + name, claimedPath) == 0 else { continue } // another consumer won
+            guard let data = FileManager.default.contents(atPath: claimedPath) else {
+                finish(claimedPath: claimedPath, failure: "cannot read the job file")
+                return .malformed(name: name, reason: "cannot read the job file")
+            }
+            do {
+                var job = try BatchJob.parse(data)
+                job.origin = claimedPath
+                return .job(job)
+            } catch {
+                finish(claimedPath: claimedPath, failure: "malformed job: \(error.reason)")
+                return .malformed(name: name, reason: error.reason)
+            }
+        }
+        return .empty
+    }
+
+    /// Moves a claimed job to `done/`, or to `failed/` with `failure` written beside it.
+    public func finish(claimedPath: String, failure: String?) {
+        let claimedName = (claimedPath as NSString).lastPathComponent
+        let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
+        if let failure {
+            let reason = failed + "/" + name + ".reason"
+            try? Data((failure + "\n").utf8).write(to: URL(fileURLWithPath: reason), options: .atomic)
+            rename(claimedPath, failed + "/" + name)
+        } else {
+            rename(claimedPath, done + "/" + name)
+        }
+    }
+}

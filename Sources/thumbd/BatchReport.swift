@@ -1,0 +1,61 @@
+import Foundation
+import ThumbBatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+final class ProgressReporter {
+    let interactive: Bool
+    private var lastLine = Date.distantPast
+    private var drew = false
+
+    init(interactive: Bool) {
+        self.interactive = interactive
+    }
+
+    func report(_ summary: BatchRunner.Summary, expected: Int?) {
+        let done = summary.total
+        let rate = summary.imagesPerSecond
+        var text = "\(done)\(expected.map { "/\($0)" } ?? "") thumbnails, \(String(format: "%.1f", rate)) img/s, \(summary.failures.count) failed"
+        if let expected, rate > 0, expected > done {
+            text += ", ETA \(Int(Double(expected - done) / rate))s"
+        }
+        if interactive {
+            var bar = ""
+            if let expected, expected > 0 {
+                let filled = min(30, 30 * done / expected)
+                bar = "[" + String(repeating: "=", count: filled) + String(repeating: " ", count: 30 - filled) + "] "
+            }
+            Console.error("\r\u{1B}[K" + bar + text, newline: false)
+            drew = true
+        } else if Date().timeIntervalSince(lastLine) >= 5 {
+            lastLine = Date()
+            Console.error("thumbd batch: " + text)
+        }
+    }
+
+    func finish() {
+        if drew { Console.error("") }
+    }
+}
+
+/// The summary at the end of a batch: text, or JSON with `--json`.
+enum BatchReport {
+    static func print(_ summary: BatchRunner.Summary, json: Bool) {
+        if json {
+            let object: [String: Any] = [
+                "rendered": summary.rendered, "upToDate": summary.upToDate, "failed": summary.failures.count,
+                "elapsedSeconds": (summary.elapsedSeconds * 1000).rounded() / 1000,
+                "imagesPerSecond": (summary.imagesPerSecond * 10).rounded() / 10,
+                "failures": summary.failures.map { ["asset": $0.asset, "kind": $0.kind, "reason": $0.reason] },
+            ]
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+            Console.out(String(decoding: data, as: UTF8.self))
+            return
+        }
+        for failure in summary.failures { Console.error("thumbd: \(failure.asset) [\(failure.kind)]: \(failure.reason)") }
+        Console.out("rendered \(summary.rendered), already up to date \(summary.upToDate), failed \(summary.failures.count), "
+                    + "\(String(format: "%.1f", summary.elapsedSeconds)) s, \(String(format: "%.1f", summary.imagesPerSecond)) img/s")
+    }
+}

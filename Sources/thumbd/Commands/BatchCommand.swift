@@ -1,0 +1,175 @@
+import Foundation
+import ThumbBatch
+import ThumbImaging
+import ThumbPipeline
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `thumbd batch`: pre-render a catalogue through the pipeline at batch priority.
+struct BatchCommand: ThumbdCommand {
+    static let name = "batch"
+    static let summary = "pre-render a folder, a jobs file or a spool folder"
+    static let usage = """
+        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR) [--kinds K1,K2] [--out-dir DIR]
+                            [--assets DIR] [--cache DIR] [--workers N] [--json]
+
+          DIR            every image under DIR (DIR is the asset folder)
+          --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2}
+          --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
+          --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
+          --out-dir DIR  write OUT/<kind>@<scale>x/<asset path>.<ext> instead of into the cache
+          --json         print the summary as JSON
+
+        Idempotent (up-to-date thumbnails are skipped) and resumable (outputs are written atomically).
+        exit status: 0 all rendered; 64 usage; 65 some inputs failed (the rest rendered); 66 no such folder; 78 bad config.
+        """
+
+    var configPath: String?
+    var folder: String?
+    var jobsFile: String?
+    var spool: String?
+    var kinds: [String]?
+    var outputTree: String?
+    var assets: String?
+    var cache: String?
+    var workers: Int?
+    var json: Bool
+
+    init(arguments: [String]) throws(UsageError) {
+        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--jobs", "--spool", "--queue", "--kinds", "--out-dir",
+                                                              "--assets", "--cache", "--workers"], flags: ["--json"])
+        configPath = try scanner.value("--config")
+        jobsFile = try scanner.value("--jobs")
+        spool = try scanner.value("--spool")
+        if try scanner.value("--queue") != nil {
+            throw UsageError(message: "--queue (Redis Streams) is not available in this build; use --spool DIR")
+        }
+        guard scanner.positionals.count <= 1 else { throw UsageError(message: "give one folder") }
+        folder = scanner.positionals.first
+        guard [folder != nil, jobsFile != nil, spool != nil].filter({ $0 }).count == 1 else {
+            throw UsageError(message: "give exactly one of DIR, --jobs FILE or --spool DIR")
+        }
+        kinds = try scanner.value("--kinds").map(Self.splitKinds)
+        outputTree = try scanner.value("--out-dir")
+        assets = try scanner.value("--assets")
+        cache = try scanner.value("--cache")
+        workers = try scanner.integer("--workers", in: 1...256)
+        json = scanner.flag("--json")
+    }
+
+    /// "large,48x48@3x,fill,circle" → ["large", "48x48@3x,fill,circle"]: an inline spec's
+    /// options stay with their spec.
+    static func splitKinds(_ text: String) -> [String] {
+        var kinds: [String] = []
+        for piece in text.split(separator: ",").map(String.init) {
+            let isOption = ["fill", "fit", "circle", "upscale"].contains(piece) || piece.hasPrefix("radius=")
+            if isOption, let last = kinds.last, last.first?.isNumber == true {
+                kinds[kinds.count - 1] = last + "," + piece
+            } else {
+                kinds.append(piece)
+            }
+        }
+        return kinds
+    }
+
+    func run() -> ExitCode {
+        let config: ThumbConfig
+        switch ConfigOption.load(configPath) {
+        case .success(let loaded): config = loaded
+        case .failure(let error):
+            Console.error("thumbd: \(error)")
+            return .config
+        }
+        guard let assetRoot = folder ?? assets ?? config.assetRoot else {
+            Console.error("thumbd batch: no asset folder: give DIR, --assets or the config's 'assets' key")
+            return .usage
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: assetRoot, isDirectory: &isFolder), isFolder.boolValue else {
+            Console.error("thumbd batch: \(assetRoot): no such folder")
+            return .noInput
+        }
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
+        let cacheDirectory = cache ?? config.service.cacheDirectory ?? home + "/.cache/thumbd/thumbnails"
+        var configuration = PipelineConfiguration(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
+        configuration.workers = workers ?? config.service.workers ?? System.activeProcessorCount
+        configuration.limits = config.limits
+        configuration.encoder = config.encoder
+        configuration.tuning = config.shrinkTuning
+        configuration.memoryCacheBytes = 8 << 20 // a batch rarely asks twice
+        let defaultKinds = kinds ?? {
+            let pregenerated = config.catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
+            return pregenerated.isEmpty ? config.catalog.kinds.keys.sorted() : pregenerated
+        }()
+        for name in defaultKinds {
+            do { _ = try config.catalog.resolve(name) } catch {
+                Console.error("thumbd batch: \(error)")
+                return .usage
+            }
+        }
+        let pipeline: ThumbnailPipeline
+        do {
+            pipeline = try ThumbnailPipeline(configuration: configuration)
+        } catch {
+            Console.error("thumbd batch: cannot open the cache \(cacheDirectory): \(error)")
+            return .cannotCreate
+        }
+        defer { pipeline.shutdown() }
+        let runner = BatchRunner(pipeline: pipeline, catalog: config.catalog, defaultKinds: defaultKinds, outputTree: outputTree)
+        let reporter = ProgressReporter(interactive: isatty(STDERR_FILENO) == 1)
+        runner.progress = { summary, expected in reporter.report(summary, expected: expected) }
+
+        var summary: BatchRunner.Summary
+        var malformed: [BatchRunner.Failure] = []
+        if let spool {
+            let folder: SpoolFolder
+            do { folder = try SpoolFolder(root: spool) } catch {
+                Console.error("thumbd batch: cannot use spool \(spool): \(error)")
+                return .cannotCreate
+            }
+            let recovered = folder.recoverAbandonedClaims()
+            if recovered > 0 { Console.error("thumbd batch: took up \(recovered) job(s) claimed by a process that died") }
+            let jobs = AnySequence { () -> AnyIterator<BatchJob> in
+                AnyIterator {
+                    while true {
+                        switch folder.claimNext() {
+                        case .job(let job): return job
+                        case .malformed(let name, let reason):
+                            malformed.append(BatchRunner.Failure(asset: name, kind: "-", reason: "malformed job: \(reason)"))
+                        case .empty: return nil
+                        }
+                    }
+                }
+            }
+            summary = runner.run(jobs) { job, failures in
+                guard let origin = job.origin else { return }
+                folder.finish(claimedPath: origin, failure: failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; "))
+            }
+        } else if let jobsFile {
+            let lines: [Substring]
+            do {
+                let data = jobsFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: jobsFile))
+                lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
+            } catch {
+                Console.error("thumbd batch: \(jobsFile): \((error as NSError).localizedDescription)")
+                return .noInput
+            }
+            var jobs: [BatchJob] = []
+            for (number, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                do { jobs.append(try BatchJob.parse(Data(line.utf8))) } catch {
+                    malformed.append(BatchRunner.Failure(asset: "\(jobsFile):\(number + 1)", kind: "-", reason: "malformed job: \(error.reason)"))
+                }
+            }
+            summary = runner.run(jobs, expected: jobs.count * defaultKinds.count)
+        } else {
+            let root = (try? AssetRoot(path: assetRoot, excluding: [cacheDirectory])).map { AssetScanner.scan($0) } ?? []
+            let jobs = root.map { BatchJob(asset: $0.path) }
+            summary = runner.run(jobs, expected: jobs.count * defaultKinds.count)
+        }
+        summary.failures = malformed + summary.failures
+        reporter.finish()
+        BatchReport.print(summary, json: json)
+        return summary.failures.isEmpty ? .ok : .dataError
+    }
+}
