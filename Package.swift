@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CLCMS", path: "Sources/CLCMS"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         .target(name: "ThumbImaging", dependencies: ["CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
@@ -22,7 +23,7 @@ let package = Package(
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "CThumbHTTP", "CMicroHTTPD"]),
-        .target(name: "ThumbBatch", dependencies: ["ThumbPipeline", "ThumbImaging"]),
+        .target(name: "ThumbBatch", dependencies: ["ThumbPipeline", "ThumbImaging", "CHiredis"]),
         .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
                           path: "Benchmarks/ScrollSimulation"),

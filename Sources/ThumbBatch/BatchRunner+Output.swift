@@ -55,7 +55,8 @@ extension BatchRunner {
             return nil
         } catch {
             unlink(temporary)
-            return Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x", reason: "cannot write \(path): \(error)")
+            return Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x", reason: "cannot write \(path): \(error)",
+                           isPermanent: false)
         }
     }
 }

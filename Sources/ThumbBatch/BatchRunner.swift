@@ -11,11 +11,14 @@ public final class BatchRunner {
         public var asset: String
         public var kind: String
         public var reason: String
+        /// False for failures a retry may cure (an output write, a pipeline shutting down).
+        public var isPermanent: Bool
 
-        public init(asset: String, kind: String, reason: String) {
+        public init(asset: String, kind: String, reason: String, isPermanent: Bool = true) {
             self.asset = asset
             self.kind = kind
             self.reason = reason
+            self.isPermanent = isPermanent
         }
     }
 
@@ -120,7 +123,12 @@ public final class BatchRunner {
                         settle(task, failure: nil)
                     }
                 case .failure(let error):
-                    settle(task, failure: Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x", reason: error.description))
+                    let permanent = switch error {
+                    case .undecodable, .tooLarge, .notFound, .forbidden: true
+                    case .superseded, .cancelled, .overloaded, .shuttingDown: false
+                    }
+                    settle(task, failure: Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x",
+                                                  reason: error.description, isPermanent: permanent))
                 }
             }
             if ContinuousClock.now - lastProgress > .milliseconds(200) {

@@ -11,12 +11,13 @@ struct BatchCommand: ThumbdCommand {
     static let name = "batch"
     static let summary = "pre-render a folder, a jobs file or a spool folder"
     static let usage = """
-        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR) [--kinds K1,K2] [--out-dir DIR]
+        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL) [--kinds K1,K2] [--out-dir DIR]
                             [--assets DIR] [--cache DIR] [--workers N] [--json]
 
           DIR            every image under DIR (DIR is the asset folder)
           --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2}
           --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
+          --queue URL    redis://HOST:PORT/STREAM: a consumer of the group "thumbd" (Redis Streams)
           --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
           --out-dir DIR  write OUT/<kind>@<scale>x/<asset path>.<ext> instead of into the cache
           --json         print the summary as JSON
@@ -29,6 +30,7 @@ struct BatchCommand: ThumbdCommand {
     var folder: String?
     var jobsFile: String?
     var spool: String?
+    var queue: RedisQueue.Address?
     var kinds: [String]?
     var outputTree: String?
     var assets: String?
@@ -42,13 +44,16 @@ struct BatchCommand: ThumbdCommand {
         configPath = try scanner.value("--config")
         jobsFile = try scanner.value("--jobs")
         spool = try scanner.value("--spool")
-        if try scanner.value("--queue") != nil {
-            throw UsageError(message: "--queue (Redis Streams) is not available in this build; use --spool DIR")
+        if let url = try scanner.value("--queue") {
+            guard let address = RedisQueue.Address(url) else {
+                throw UsageError(message: "--queue must be redis://HOST:PORT/STREAM[?group=G&claim-idle-ms=N&max-deliveries=N], got '\(url)'")
+            }
+            queue = address
         }
         guard scanner.positionals.count <= 1 else { throw UsageError(message: "give one folder") }
         folder = scanner.positionals.first
-        guard [folder != nil, jobsFile != nil, spool != nil].filter({ $0 }).count == 1 else {
-            throw UsageError(message: "give exactly one of DIR, --jobs FILE or --spool DIR")
+        guard [folder != nil, jobsFile != nil, spool != nil, queue != nil].filter({ $0 }).count == 1 else {
+            throw UsageError(message: "give exactly one of DIR, --jobs FILE, --spool DIR or --queue URL")
         }
         kinds = try scanner.value("--kinds").map(Self.splitKinds)
         outputTree = try scanner.value("--out-dir")
@@ -122,7 +127,41 @@ struct BatchCommand: ThumbdCommand {
 
         var summary: BatchRunner.Summary
         var malformed: [BatchRunner.Failure] = []
-        if let spool {
+        if let queue {
+            let consumer: RedisQueue
+            do { consumer = try RedisQueue(address: queue) } catch {
+                Console.error("thumbd batch: \(error)")
+                return .unavailable
+            }
+            var queueError: RedisError?
+            let jobs = AnySequence { () -> AnyIterator<BatchJob> in
+                AnyIterator {
+                    guard queueError == nil else { return nil }
+                    do throws(RedisError) { return try consumer.next() } catch {
+                        queueError = error
+                        return nil
+                    }
+                }
+            }
+            summary = runner.run(jobs) { job, failures in
+                guard let id = job.origin else { return }
+                // A failure a retry may cure stays unacknowledged: it is taken over again later.
+                guard failures.allSatisfy(\.isPermanent) else { return consumer.release(id: id) }
+                let reason = failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; ")
+                do throws(RedisError) { try consumer.finish(id: id, asset: job.asset, failure: reason, deadLetter: reason != nil) } catch {
+                    queueError = error
+                }
+            }
+            for rejected in consumer.rejected {
+                malformed.append(BatchRunner.Failure(asset: rejected.id, kind: "-", reason: rejected.reason))
+            }
+            if let queueError {
+                Console.error("thumbd batch: queue \(queue.host):\(queue.port)/\(queue.stream): \(queueError)")
+                reporter.finish()
+                BatchReport.print(summary, json: json)
+                return .unavailable
+            }
+        } else if let spool {
             let folder: SpoolFolder
             do { folder = try SpoolFolder(root: spool) } catch {
                 Console.error("thumbd batch: cannot use spool \(spool): \(error)")

@@ -1,0 +1,103 @@
+internal import CHiredis
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A reply from Redis.
+public indirect enum RedisValue: Sendable, Equatable {
+    case string(String)
+    case integer(Int64)
+    case array([RedisValue])
+    case null
+    case status(String)
+
+    public var string: String? {
+        switch self {
+        case .string(let text), .status(let text): text
+        case .integer(let value): String(value)
+        default: nil
+        }
+    }
+
+    public var array: [RedisValue] { if case .array(let items) = self { items } else { [] } }
+}
+
+/// A failed Redis command or connection: what was attempted and what Redis (or the socket) said.
+public struct RedisError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var message: String
+    public var description: String { "\(operation): \(message)" }
+}
+
+/// One synchronous hiredis connection. Not thread-safe: one owner thread.
+final class RedisConnection {
+    private let context: UnsafeMutablePointer<redisContext>
+    let address: String
+
+    init(host: String, port: Int, timeoutSeconds: Int = 5) throws(RedisError) {
+        address = "\(host):\(port)"
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        guard let context = redisConnectWithTimeout(host, Int32(port), timeout) else {
+            throw RedisError(operation: "connect \(host):\(port)", message: "out of memory")
+        }
+        if context.pointee.err != 0 {
+            let message = Self.errorText(context)
+            redisFree(context)
+            throw RedisError(operation: "connect \(host):\(port)", message: message)
+        }
+        // Commands block at most this long beyond their own BLOCK time.
+        timeout = timeval(tv_sec: timeoutSeconds + 5, tv_usec: 0)
+        _ = redisSetTimeout(context, timeout)
+        self.context = context
+    }
+
+    deinit { redisFree(context) }
+
+    private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// Runs one command (binary-safe arguments); a Redis error reply throws.
+    func command(_ arguments: [String]) throws(RedisError) -> RedisValue {
+        let operation = arguments.prefix(2).joined(separator: " ")
+        var pointers: [UnsafePointer<CChar>?] = []
+        var lengths: [Int] = []
+        let copies = arguments.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        for (index, copy) in copies.enumerated() {
+            pointers.append(UnsafePointer(copy))
+            lengths.append(arguments[index].utf8.count)
+        }
+        guard let raw = redisCommandArgv(context, Int32(arguments.count), &pointers, &lengths) else {
+            throw RedisError(operation: operation, message: Self.errorText(context))
+        }
+        let reply = raw.assumingMemoryBound(to: redisReply.self)
+        defer { freeReplyObject(raw) }
+        return try Self.convert(reply, operation: operation)
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>, operation: String) throws(RedisError) -> RedisValue {
+        let value = reply.pointee
+        func text() -> String {
+            guard let pointer = value.str else { return "" }
+            return String(decoding: UnsafeRawBufferPointer(start: pointer, count: Int(value.len)), as: UTF8.self)
+        }
+        switch value.type {
+        case REDIS_REPLY_STRING: return .string(text())
+        case REDIS_REPLY_STATUS: return .status(text())
+        case REDIS_REPLY_INTEGER: return .integer(value.integer)
+        case REDIS_REPLY_NIL: return .null
+        case REDIS_REPLY_ERROR: throw RedisError(operation: operation, message: text())
+        case REDIS_REPLY_ARRAY:
+            var items: [RedisValue] = []
+            for index in 0..<Int(value.elements) {
+                guard let element = value.element[index] else { items.append(.null); continue }
+                items.append(try convert(element, operation: operation))
+            }
+            return .array(items)
+        default: return .null
+        }
+    }
+}
