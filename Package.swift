@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "CThumbHTTP", "CMicroHTTPD"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
         .target(name: "ThumbBatch", dependencies: ["ThumbPipeline", "ThumbImaging", "CHiredis"]),
         .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],

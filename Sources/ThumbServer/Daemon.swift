@@ -1,4 +1,5 @@
 import Foundation
+import ThumbBatch
 import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)
@@ -100,6 +101,8 @@ public final class Daemon {
             Log.warning("folder watcher not running (\(error)); thumbnails are still rendered on request")
             watcher = nil
         }
+        let spool = config.service.spool.map { SpoolWorker(root: $0, pipeline: pipeline, catalog: config.catalog) }
+        spool?.start()
         let where_ = listeners.map(\.description).joined(separator: ", ")
         Log.notice("thumbd serving \(assets) on \(where_); cache \(cacheDirectory); \(configuration.workers) workers")
         notifier.notify("READY=1\nSTATUS=serving on \(where_)")
@@ -110,6 +113,7 @@ public final class Daemon {
         Log.notice("stopping: no new connections; queued requests answered 503, running renders finish")
         api.beginShutdown()
         server.quiesce()
+        spool?.stop()
         watcher?.stop()
         pipeline.shutdown()
         server.stop()

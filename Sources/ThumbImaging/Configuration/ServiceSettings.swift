@@ -21,6 +21,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var httpThreads = 2
     /// Longest `wait` a request may ask for, milliseconds; also the default.
     public var maxWaitMilliseconds = 30_000
+    /// A spool folder the daemon drains in the background (batch priority), if any.
+    public var spool: String?
 
     public init() {}
 }
@@ -35,6 +37,7 @@ extension ThumbConfig {
             if let bytes = try cache.integer("diskBytes", in: (1 << 20)...(1 << 50)) { config.service.diskCacheBytes = bytes }
         }
         if let workers = try root.integer("workers", in: 1...256) { config.service.workers = workers }
+        if let spool = try root.string("spool") { config.service.spool = absolute(spool) }
         if let server = try root.fields("server") {
             try server.allowOnly(["socket", "socketMode", "socketGroup", "listen", "maxConnections", "httpThreads",
                                   "maxQueuedJobs", "maxWaitMilliseconds"])

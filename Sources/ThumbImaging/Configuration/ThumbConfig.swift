@@ -26,7 +26,7 @@ public struct ThumbConfig: Sendable, Equatable {
 
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "server"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "server", "spool"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets

@@ -169,22 +169,7 @@ struct BatchCommand: ThumbdCommand {
             }
             let recovered = folder.recoverAbandonedClaims()
             if recovered > 0 { Console.error("thumbd batch: took up \(recovered) job(s) claimed by a process that died") }
-            let jobs = AnySequence { () -> AnyIterator<BatchJob> in
-                AnyIterator {
-                    while true {
-                        switch folder.claimNext() {
-                        case .job(let job): return job
-                        case .malformed(let name, let reason):
-                            malformed.append(BatchRunner.Failure(asset: name, kind: "-", reason: "malformed job: \(reason)"))
-                        case .empty: return nil
-                        }
-                    }
-                }
-            }
-            summary = runner.run(jobs) { job, failures in
-                guard let origin = job.origin else { return }
-                folder.finish(claimedPath: origin, failure: failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; "))
-            }
+            summary = folder.drain(with: runner)
         } else if let jobsFile {
             let lines: [Substring]
             do {
