@@ -6,11 +6,11 @@ import Glibc
 #endif
 
 extension BatchRunner {
-    /// `OUT/<kind>@<scale>x/<asset path without its extension>.<ext>`.
+    /// `OUT/<kind>@<scale>x/<asset path>.<ext>` (`photos/a.png` → `large@1x/photos/a.png.jpg`):
+    /// the asset's whole name stays, so `a.jpg` and `a.png` never share an output.
     func outputPath(_ task: Task, format: ImageFormat) -> String? {
         guard let outputTree else { return nil }
-        let withoutExtension = (task.asset as NSString).deletingPathExtension
-        return "\(outputTree)/\(task.kindName)@\(task.scale)x/\(withoutExtension).\(format.fileExtension)"
+        return "\(outputTree)/\(task.kindName)@\(task.scale)x/\(task.asset).\(format.fileExtension)"
     }
 
     /// Up to date: in the cache (cache mode), or an output whose modification time is the

@@ -4,7 +4,7 @@ import ThumbImaging
 import ThumbPipeline
 
 /// Renders batch jobs through a pipeline at batch priority, on all its workers, into the cache
-/// or into an output tree `OUT/<kind>@<scale>x/<asset path without extension>.<ext>`.
+/// or into an output tree `OUT/<kind>@<scale>x/<asset path>.<ext>`.
 /// Idempotent: thumbnails that are up to date are skipped.
 public final class BatchRunner {
     public struct Failure: Error, Sendable, Equatable {

@@ -131,10 +131,12 @@ public final class RedisQueue {
             var job: BatchJob
             if let json = values["job"] {
                 job = try BatchJob.parse(Data(json.utf8))
-            } else if let asset = values["asset"], !asset.isEmpty {
-                let kinds = values["kinds"].map { $0.split(separator: ",").map(String.init) }
-                let scale = values["scale"].flatMap(Int.init)
-                job = BatchJob(asset: asset, kinds: kinds, scale: scale)
+            } else if let asset = values["asset"] {
+                // The fields form goes through the same validation as the JSON form.
+                var object: [String: Any] = ["asset": asset]
+                if let kinds = values["kinds"] { object["kinds"] = kinds.split(separator: ",").map(String.init) }
+                if let scale = values["scale"] { object["scale"] = Int(scale).map { $0 as Any } ?? scale }
+                job = try BatchJob.parse((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
             } else {
                 throw BatchJob.FormatError(reason: "no 'job' field (JSON) and no 'asset' field")
             }

@@ -43,6 +43,7 @@ final class ProgressReporter {
 /// The summary at the end of a batch: text, or JSON with `--json`.
 enum BatchReport {
     static func print(_ summary: BatchRunner.Summary, json: Bool) {
+        for failure in summary.failures { Console.error("thumbd: \(failure.asset) [\(failure.kind)]: \(failure.reason)") }
         if json {
             let object: [String: Any] = [
                 "rendered": summary.rendered, "upToDate": summary.upToDate, "failed": summary.failures.count,
@@ -54,7 +55,6 @@ enum BatchReport {
             Console.out(String(decoding: data, as: UTF8.self))
             return
         }
-        for failure in summary.failures { Console.error("thumbd: \(failure.asset) [\(failure.kind)]: \(failure.reason)") }
         Console.out("rendered \(summary.rendered), already up to date \(summary.upToDate), failed \(summary.failures.count), "
                     + "\(String(format: "%.1f", summary.elapsedSeconds)) s, \(String(format: "%.1f", summary.imagesPerSecond)) img/s")
     }

@@ -19,7 +19,7 @@ struct BatchCommand: ThumbdCommand {
           --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
           --queue URL    redis://HOST:PORT/STREAM: a consumer of the group "thumbd" (Redis Streams)
           --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
-          --out-dir DIR  write OUT/<kind>@<scale>x/<asset path>.<ext> instead of into the cache
+          --out-dir DIR  write DIR/<kind>@<scale>x/<asset path>.<ext> (a.png → a.png.jpg) instead of into the cache
           --json         print the summary as JSON
 
         Idempotent (up-to-date thumbnails are skipped) and resumable (outputs are written atomically).
@@ -174,20 +174,22 @@ struct BatchCommand: ThumbdCommand {
             let lines: [Substring]
             do {
                 let data = jobsFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: jobsFile))
-                lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
+                lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             } catch {
                 Console.error("thumbd batch: \(jobsFile): \((error as NSError).localizedDescription)")
                 return .noInput
             }
             var jobs: [BatchJob] = []
-            for (number, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            for (number, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
                 do { jobs.append(try BatchJob.parse(Data(line.utf8))) } catch {
                     malformed.append(BatchRunner.Failure(asset: "\(jobsFile):\(number + 1)", kind: "-", reason: "malformed job: \(error.reason)"))
                 }
             }
-            summary = runner.run(jobs, expected: jobs.count * defaultKinds.count)
+            summary = runner.run(jobs, expected: jobs.reduce(0) { $0 + ($1.kinds?.count ?? defaultKinds.count) })
         } else {
-            let root = (try? AssetRoot(path: assetRoot, excluding: [cacheDirectory])).map { AssetScanner.scan($0) } ?? []
+            // Neither the cache nor an output tree inside the folder is input.
+            let excluded = [cacheDirectory] + (outputTree.map { [$0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0] } ?? [])
+            let root = (try? AssetRoot(path: assetRoot, excluding: excluded)).map { AssetScanner.scan($0) } ?? []
             let jobs = root.map { BatchJob(asset: $0.path) }
             summary = runner.run(jobs, expected: jobs.count * defaultKinds.count)
         }
