@@ -148,6 +148,14 @@ public final class BatchRunner {
                 continue
             }
             pendingPerJob[index] = (job, tasks.count, [])
+            if tasks.isEmpty {
+                // Every job handed out is finished, even one with nothing to render.
+                pendingPerJob[index] = nil
+                let failure = Failure(asset: job.asset, kind: "-", reason: "no kinds to render")
+                summary.failures.append(failure)
+                jobDone?(job, [failure])
+                continue
+            }
             for task in tasks {
                 if isUpToDate(task) {
                     summary.upToDate += 1

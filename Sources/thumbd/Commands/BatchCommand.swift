@@ -56,6 +56,7 @@ struct BatchCommand: ThumbdCommand {
             throw UsageError(message: "give exactly one of DIR, --jobs FILE, --spool DIR or --queue URL")
         }
         kinds = try scanner.value("--kinds").map(Self.splitKinds)
+        if let kinds, kinds.isEmpty { throw UsageError(message: "--kinds names no kind") }
         outputTree = try scanner.value("--out-dir")
         assets = try scanner.value("--assets")
         cache = try scanner.value("--cache")
@@ -148,7 +149,10 @@ struct BatchCommand: ThumbdCommand {
                 // A failure a retry may cure stays unacknowledged: it is taken over again later.
                 guard failures.allSatisfy(\.isPermanent) else { return consumer.release(id: id) }
                 let reason = failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; ")
-                do throws(RedisError) { try consumer.finish(id: id, asset: job.asset, failure: reason, deadLetter: reason != nil) } catch {
+                do throws(RedisError) {
+                    try consumer.finish(id: id, asset: job.asset, failure: reason, deadLetter: reason != nil,
+                                        job: String(decoding: job.json, as: UTF8.self))
+                } catch {
                     queueError = error
                 }
             }

@@ -1,0 +1,175 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct RedisFixtureError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process whose output goes to files (no pipe can fill up and stall it).
+final class ChildProcess {
+    let process = Process()
+    let outURL: URL
+    let errURL: URL
+
+    init(_ executable: String, _ arguments: [String], in directory: URL, stdin: String? = nil) throws {
+        let tag = UUID().uuidString
+        outURL = directory.appendingPathComponent("\(tag).out")
+        errURL = directory.appendingPathComponent("\(tag).err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        if let stdin {
+            let inURL = directory.appendingPathComponent("\(tag).in")
+            try Data(stdin.utf8).write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+
+    /// Waits at most `timeout` seconds (then SIGKILLs); nil when it had to be killed.
+    @discardableResult
+    func wait(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    func killHard() {
+        if process.isRunning { kill(pid, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// A private `redis-server` on a free 127.0.0.1 port, with a scratch folder; the server and
+/// every child started through the fixture are SIGKILLed when it goes away, pass or fail.
+final class RedisFixture {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let thumbd = packageRoot.appendingPathComponent(".build/release/thumbd").path
+
+    let scratch: URL
+    let port: Int
+    let cliPath: String
+    private var children: [ChildProcess] = []
+    private var server: ChildProcess?
+
+    init(startServer: Bool = true) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.thumbd) else {
+            throw RedisFixtureError("no \(Self.thumbd): build with `swift build -c release -Xswiftc -enable-testing --build-tests`")
+        }
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-redis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        cliPath = Self.which("redis-cli") ?? "/usr/bin/redis-cli"
+        guard startServer else { return }
+        guard let serverPath = Self.which("redis-server"), Self.which("redis-cli") != nil else {
+            throw RedisFixtureError("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
+        }
+        let server = try ChildProcess(serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                                   "--dir", scratch.path], in: scratch)
+        self.server = server
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if (try? cli("PING")) == "PONG" { return }
+            guard server.process.isRunning else { break }
+            usleep(50_000)
+        }
+        throw RedisFixtureError("redis-server on port \(port) did not answer PING: \(server.stdout)\(server.stderr)")
+    }
+
+    deinit {
+        for child in children { child.killHard() }
+        server?.killHard()
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    static func which(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RedisFixtureError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        guard bound else { throw RedisFixtureError("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A thumbd (or any) child, killed with the fixture if still running.
+    func start(_ arguments: [String], executable: String = RedisFixture.thumbd, stdin: String? = nil) throws -> ChildProcess {
+        let child = try ChildProcess(executable, arguments, in: scratch, stdin: stdin)
+        children.append(child)
+        return child
+    }
+
+    /// `redis-cli` text output, trailing newline removed; lines of commands may be fed on stdin.
+    @discardableResult
+    func cli(_ arguments: String..., stdin: String? = nil) throws -> String {
+        let child = try ChildProcess(cliPath, ["-p", "\(port)"] + arguments, in: scratch, stdin: stdin)
+        guard child.wait(timeout: 20) == 0 else { throw RedisFixtureError("redis-cli \(arguments): \(child.stderr)") }
+        var text = child.stdout
+        while text.hasSuffix("\n") { text.removeLast() }
+        return text
+    }
+
+    /// `redis-cli --json` output, parsed.
+    func json(_ arguments: String...) throws -> Any {
+        let child = try ChildProcess(cliPath, ["-p", "\(port)", "--json"] + arguments, in: scratch)
+        guard child.wait(timeout: 20) == 0 else { throw RedisFixtureError("redis-cli \(arguments): \(child.stderr)") }
+        guard let value = try? JSONSerialization.jsonObject(with: Data(child.stdout.utf8), options: .fragmentsAllowed) else {
+            throw RedisFixtureError("redis-cli \(arguments): not JSON: \(child.stdout)")
+        }
+        return value
+    }
+
+    /// Every entry of a stream as its field map, plus "_id" for the entry id.
+    func entries(_ stream: String) throws -> [[String: String]] {
+        let raw = try json("XRANGE", stream, "-", "+") as? [Any] ?? []
+        return raw.compactMap { item -> [String: String]? in
+            guard let pair = item as? [Any], let id = pair.first as? String, let fields = pair.last as? [String] else { return nil }
+            var map = ["_id": id]
+            for index in stride(from: 0, to: fields.count - 1, by: 2) { map[fields[index]] = fields[index + 1] }
+            return map
+        }
+    }
+
+    /// The group's pending count (XPENDING summary form).
+    func pendingCount(_ stream: String, group: String = "thumbd") throws -> Int {
+        let summary = try json("XPENDING", stream, group) as? [Any]
+        return (summary?.first as? Int) ?? -1
+    }
+
+    /// XPENDING extended form: (message id, consumer, deliveries).
+    func pendingDetails(_ stream: String, group: String = "thumbd") throws -> [(id: String, consumer: String, deliveries: Int)] {
+        let rows = try json("XPENDING", stream, group, "-", "+", "10000") as? [[Any]] ?? []
+        return rows.map { ($0[0] as? String ?? "", $0[1] as? String ?? "", $0[3] as? Int ?? 0) }
+    }
+}
