@@ -17,89 +17,122 @@ extension ThumbnailPipeline {
     private func workerLoop() {
         while true {
             workAvailable.wait()
-            let next: RenderJob?? = state.withLock { state in
-                guard !state.shuttingDown else { return .some(nil) }
-                guard let entry = state.popQueued(),
-                      var record = state.jobs[entry.digest] else { return nil }
-                record.phase = .running
-                state.jobs[entry.digest] = record
-                state.queuedJobs -= 1
-                state.runningRenders += 1
-                return .some(record.job)
+            let next: [RenderJob]? = state.withLock { state in
+                guard !state.shuttingDown else { return .some([]) }
+                guard let entry = state.popQueued(), let record = state.jobs[entry.digest] else { return nil }
+                // Queued jobs for other kinds of the same asset version ride along: one decode
+                // serves them all (a batch asking for two kinds decodes once).
+                var group = [record.job]
+                for (digest, sibling) in state.jobs where group.count < Self.maxJobsPerDecode
+                    && digest != entry.digest && sibling.phase == .queued && !sibling.parked
+                    && sibling.job.asset == record.job.asset && sibling.job.absolutePath == record.job.absolutePath {
+                    group.append(sibling.job)
+                }
+                for job in group {
+                    state.jobs[job.key.digest]?.phase = .running
+                    state.queuedJobs -= 1
+                    state.runningRenders += 1
+                }
+                return group
             }
             switch next {
-            case .some(nil): return          // shutting down
-            case nil: continue                // a stale wake-up: the job was dropped
-            case .some(let job?): run(job)
+            case .some(let jobs) where jobs.isEmpty: return // shutting down
+            case nil: continue                               // a stale wake-up: the job was dropped
+            case .some(let jobs): run(jobs)
             }
         }
     }
 
-    /// Renders one job on this worker thread and answers its waiters.
-    func run(_ job: RenderJob) {
+    static let maxJobsPerDecode = 8
+
+    /// Renders a group of jobs of one asset (one decode) on this worker thread and answers
+    /// their waiters. CPU time is shared evenly among the jobs for the metrics.
+    func run(_ jobs: [RenderJob]) {
         let wallStart = ContinuousClock.now
         let cpuStart = Self.threadCPUSeconds()
-        let outcome = render(job)
-        let cpuSeconds = Self.threadCPUSeconds() - cpuStart
+        let outcomes = render(jobs)
+        let cpuSeconds = (Self.threadCPUSeconds() - cpuStart) / Double(jobs.count)
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
         locked { state, answers in
-            state.runningRenders -= 1
-            state.metrics.renders += 1
-            state.metrics.renderCPUSeconds += cpuSeconds
-            state.metrics.recordRender(seconds: wallSeconds)
-            if case .failure(.cancelled) = outcome { state.metrics.abortedRenders += 1 }
-            var waiters: [Waiter] = []
-            if let record = state.jobs[job.key.digest], record.job === job {
-                state.jobs[job.key.digest] = nil
-                waiters = Array(record.waiters.values)
-            }
-            if let latency = job.secondsSinceCancel {
-                state.metrics.cancelLatencySecondsSum += latency
-                state.metrics.cancelLatencySecondsMax = max(state.metrics.cancelLatencySecondsMax, latency)
-            }
-            if waiters.isEmpty {
-                state.metrics.wastedCPUSeconds += cpuSeconds
-                state.metrics.wastedRenders += 1
-            }
-            if case .failure(let error) = outcome, error != .cancelled { state.metrics.failures += 1 }
-            for waiter in waiters {
-                if let slot = waiter.slot, state.slots[slot]?.liveWaiter?.waiterID == waiter.id {
-                    state.slots[slot]?.liveWaiter = nil
+            for (job, outcome) in zip(jobs, outcomes) {
+                state.runningRenders -= 1
+                state.metrics.renders += 1
+                state.metrics.renderCPUSeconds += cpuSeconds
+                state.metrics.recordRender(seconds: wallSeconds)
+                if case .failure(.cancelled) = outcome { state.metrics.abortedRenders += 1 }
+                var waiters: [Waiter] = []
+                if let record = state.jobs[job.key.digest], record.job === job {
+                    state.jobs[job.key.digest] = nil
+                    waiters = Array(record.waiters.values)
                 }
-                answers.add(waiter, .init(token: waiter.token, result: outcome))
+                if let latency = job.secondsSinceCancel {
+                    state.metrics.cancelLatencySecondsSum += latency
+                    state.metrics.cancelLatencySecondsMax = max(state.metrics.cancelLatencySecondsMax, latency)
+                }
+                if waiters.isEmpty {
+                    state.metrics.wastedCPUSeconds += cpuSeconds
+                    state.metrics.wastedRenders += 1
+                }
+                if case .failure(let error) = outcome, error != .cancelled { state.metrics.failures += 1 }
+                for waiter in waiters {
+                    if let slot = waiter.slot, state.slots[slot]?.liveWaiter?.waiterID == waiter.id {
+                        state.slots[slot]?.liveWaiter = nil
+                    }
+                    answers.add(waiter, .init(token: waiter.token, result: outcome))
+                }
             }
         }
     }
 
-    private func render(_ job: RenderJob) -> Result<CachedThumbnail, PipelineError> {
-        if job.isCancelled { return .failure(.cancelled) }
+    private func render(_ jobs: [RenderJob]) -> [Result<CachedThumbnail, PipelineError>] {
+        let first = jobs[0]
+        // The shared decode stops only when every job of the group is cancelled.
+        if jobs.allSatisfy(\.isCancelled) { return jobs.map { _ in .failure(.cancelled) } }
         let source: SourceBytes
         do {
-            source = try SourceBytes.read(path: job.absolutePath, maxBytes: configuration.limits.maxFileBytes)
+            source = try SourceBytes.read(path: first.absolutePath, maxBytes: configuration.limits.maxFileBytes)
         } catch {
+            let failure: PipelineError
             switch error.kind {
-            case .notFound: return .failure(.notFound(path: job.asset.path))
+            case .notFound: failure = .notFound(path: first.asset.path)
             case .tooLarge:
-                disk.recordFailure(job.asset, kind: "tooLarge", reason: error.reason)
-                return .failure(.tooLarge(reason: error.reason))
-            case .notRegularFile, .unreadable: return .failure(.forbidden(path: job.asset.path, reason: error.reason))
+                disk.recordFailure(first.asset, kind: "tooLarge", reason: error.reason)
+                failure = .tooLarge(reason: error.reason)
+            case .notRegularFile, .unreadable: failure = .forbidden(path: first.asset.path, reason: error.reason)
             }
+            return jobs.map { _ in .failure(failure) }
         }
-        // The file may have changed since the request was keyed: key what was actually read.
-        var key = job.key
-        var asset = job.asset
+        // The file may have changed since the requests were keyed: key what was actually read.
+        var asset = first.asset
         if let status = source.fileStatus,
            status.size != asset.size || status.modifiedNanoseconds != asset.modifiedNanoseconds || status.inode != asset.inode {
             asset = AssetVersion(path: asset.path, size: status.size, modifiedNanoseconds: status.modifiedNanoseconds,
                                  inode: status.inode, device: status.device)
-            key = CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
         }
+        let hook = checkpointHook
+        let thumbnails: [Thumbnail]
         do {
-            let hook = checkpointHook
-            let thumbnail = try thumbnailer.thumbnail(of: source, request: job.request) {
+            thumbnails = try thumbnailer.thumbnails(of: source, requests: jobs.map(\.request)) {
                 hook?()
-                return job.isCancelled
+                return jobs.allSatisfy(\.isCancelled)
             }
+        } catch {
+            let failure: PipelineError
+            switch error {
+            case .cancelled:
+                failure = .cancelled
+            case .tooLarge(let reason):
+                disk.recordFailure(asset, kind: "tooLarge", reason: reason)
+                failure = .tooLarge(reason: reason)
+            case .unsupportedFormat(let reason), .undecodable(let reason), .encodingFailed(let reason):
+                disk.recordFailure(asset, kind: "undecodable", reason: reason)
+                failure = .undecodable(reason: reason)
+            }
+            return jobs.map { _ in .failure(failure) }
+        }
+        return zip(jobs, thumbnails).map { job, thumbnail in
+            let key = asset == job.asset ? job.key
+                : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
             let cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
                                          filePath: disk.filePath(for: key, format: thumbnail.format),
                                          format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)
@@ -107,17 +140,6 @@ extension ThumbnailPipeline {
             try? disk.insert(cached)
             memory.insert(cached)
             return .success(cached)
-        } catch {
-            switch error {
-            case .cancelled:
-                return .failure(.cancelled)
-            case .tooLarge(let reason):
-                disk.recordFailure(asset, kind: "tooLarge", reason: reason)
-                return .failure(.tooLarge(reason: reason))
-            case .unsupportedFormat(let reason), .undecodable(let reason), .encodingFailed(let reason):
-                disk.recordFailure(asset, kind: "undecodable", reason: reason)
-                return .failure(.undecodable(reason: reason))
-            }
         }
     }
 

@@ -1,22 +1,20 @@
 extension Thumbnailer {
     /// JPEG: header → limits → DCT scale chosen from the geometry → rows in batches into the
     /// block shrinker → Lanczos. Never holds the full-resolution frame unless no reduction is possible.
-    func renderJPEG(_ source: SourceBytes, slot: (width: Int, height: Int), request: ThumbnailRequest,
-                    isCancelled: CancellationCheck?) throws(ImagingError) -> DecodedThumbnail {
+    func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest],
+                    isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try JPEGDecoder(source: source, limits: limits)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
-        let orientation = request.appliesOrientation ? decoder.orientation : .up
-        let geometry = storedGeometry(storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
-                                      orientation: orientation, slot: slot, kind: request.kind)
-        let plan = ShrinkPlan(reduction: geometry.reduction, allowsDCT: true, tuning: tuning)
+        let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
+                                          sourceOrientation: decoder.orientation, allowsDCT: true)
         let profile = decoder.iccProfile()
         let inverted = decoder.header.sawAdobeMarker != 0
         let cmykTransform = decoder.isCMYK
             ? profile.flatMap { ColorProfileTransform(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
             : nil
 
-        let scaled = try decoder.start(scaleDenominator: plan.dctDenominator)
-        let shrinker = BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: plan.boxFactor)
+        let scaled = try decoder.start(scaleDenominator: denominator)
+        let shrinkers = outputs.map { BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: $0.boxFactor) }
         let batchRows = 16
         let rowStride = scaled.width * scaled.components
         var rows = [UInt8](repeating: 0, count: rowStride * batchRows)
@@ -36,19 +34,24 @@ extension Thumbnailer {
                         } else {
                             CMYKConversion.naive(cmyk.baseAddress!, into: rgb.baseAddress!, pixelCount: pixels, inverted: inverted)
                         }
-                        shrinker.consume(rows: rgb.baseAddress!, count: count, rowStride: scaled.width * 3)
+                        for shrinker in shrinkers { shrinker.consume(rows: rgb.baseAddress!, count: count, rowStride: scaled.width * 3) }
                     }
                 }
             } else {
-                rows.withUnsafeBufferPointer { shrinker.consume(rows: $0.baseAddress!, count: count, rowStride: rowStride) }
+                rows.withUnsafeBufferPointer { buffer in
+                    for shrinker in shrinkers { shrinker.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
+                }
             }
         }
-        guard shrinker.isComplete else { throw .undecodable(reason: "decoder stopped before the last row") }
+        guard shrinkers.allSatisfy(\.isComplete) else { throw .undecodable(reason: "decoder stopped before the last row") }
         if isCancelled?() == true { throw .cancelled }
-        let pixels = finish(shrinker.output, shrinkFactor: Double(plan.dctDenominator * plan.boxFactor), geometry: geometry)
-        let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform(profile: $0, layout: .rgb) }
-        return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
-                                orientation: orientation, colorTransform: rgbTransform, warning: decoder.warning)
+        let warning = decoder.warning
+        return zip(outputs, shrinkers).map { output, shrinker in
+            let pixels = finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
+            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform(profile: $0, layout: .rgb) }
+            return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
+                                    orientation: output.orientation, colorTransform: rgbTransform, warning: warning)
+        }
     }
 }
 

@@ -1,18 +1,18 @@
 extension Thumbnailer {
-    /// PNG: info → limits → rows streamed into the block shrinker (Adam7 images are read
+    /// PNG: info → limits → rows streamed into the block shrinkers (Adam7 images are read
     /// whole, since their passes fill the frame out of order) → Lanczos.
-    func renderPNG(_ source: SourceBytes, slot: (width: Int, height: Int), request: ThumbnailRequest,
-                   isCancelled: CancellationCheck?) throws(ImagingError) -> DecodedThumbnail {
+    func renderPNG(_ source: SourceBytes, requests: [ThumbnailRequest],
+                   isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try PNGDecoder(source: source, limits: limits)
         try limits.check(width: decoder.width, height: decoder.height)
-        let geometry = storedGeometry(storedWidth: decoder.width, storedHeight: decoder.height,
-                                      orientation: .up, slot: slot, kind: request.kind)
-        let plan = ShrinkPlan(reduction: geometry.reduction, allowsDCT: false, tuning: tuning)
+        let (_, outputs) = plan(requests, storedWidth: decoder.width, storedHeight: decoder.height,
+                                sourceOrientation: .up, allowsDCT: false)
         let profile = decoder.iccProfile
         // An ICC profile describes the transfer curve itself; gAMA is then ignored (PNG spec 11.3.3.3).
         let layout = try decoder.start(applyGamma: profile == nil)
-        let shrinker = BoxShrinker(sourceWidth: decoder.width, sourceHeight: decoder.height,
-                                   channels: layout.channels, factor: plan.boxFactor)
+        let shrinkers = outputs.map {
+            BoxShrinker(sourceWidth: decoder.width, sourceHeight: decoder.height, channels: layout.channels, factor: $0.boxFactor)
+        }
         let rowStride = decoder.width * layout.channels
         if layout.interlaced {
             if isCancelled?() == true { throw .cancelled }
@@ -20,7 +20,9 @@ extension Thumbnailer {
             try image.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) in
                 try decoder.readImage(into: buffer.baseAddress!, rowStride: rowStride)
             }
-            image.withUnsafeBufferPointer { shrinker.consume(rows: $0.baseAddress!, count: decoder.height, rowStride: rowStride) }
+            image.withUnsafeBufferPointer { buffer in
+                for shrinker in shrinkers { shrinker.consume(rows: buffer.baseAddress!, count: decoder.height, rowStride: rowStride) }
+            }
         } else {
             let batchRows = 16
             var rows = [UInt8](repeating: 0, count: rowStride * batchRows)
@@ -31,14 +33,19 @@ extension Thumbnailer {
                 try rows.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) in
                     try decoder.readRows(into: buffer.baseAddress!, rowStride: rowStride, count: count)
                 }
-                rows.withUnsafeBufferPointer { shrinker.consume(rows: $0.baseAddress!, count: count, rowStride: rowStride) }
+                rows.withUnsafeBufferPointer { buffer in
+                    for shrinker in shrinkers { shrinker.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
+                }
                 remaining -= count
             }
         }
         if isCancelled?() == true { throw .cancelled }
-        let pixels = finish(shrinker.output, shrinkFactor: Double(plan.boxFactor), geometry: geometry)
-        let transform = profile.flatMap { ColorProfileTransform(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
-        return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
-                                orientation: .up, colorTransform: transform, warning: decoder.warning)
+        let warning = decoder.warning
+        return zip(outputs, shrinkers).map { output, shrinker in
+            let pixels = finish(shrinker.output, shrinkFactor: Double(output.boxFactor), geometry: output.geometry)
+            let transform = profile.flatMap { ColorProfileTransform(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
+            return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
+                                    orientation: .up, colorTransform: transform, warning: warning)
+        }
     }
 }

@@ -53,40 +53,85 @@ public struct Thumbnailer: Sendable {
     /// Renders and encodes.
     public func thumbnail(of source: SourceBytes, request: ThumbnailRequest,
                           isCancelled: CancellationCheck? = nil) throws(ImagingError) -> Thumbnail {
-        let rendered = try render(source, request: request, isCancelled: isCancelled)
-        if isCancelled?() == true { throw .cancelled }
-        var pixels = rendered.pixels
-        if pixels.hasAlpha && !pixels.hasTransparency {
-            pixels = pixels.flattened()
+        try thumbnails(of: source, requests: [request], isCancelled: isCancelled)[0]
+    }
+
+    /// Renders and encodes several thumbnails of one source from a single decode (at the DCT
+    /// scale the least reduced of them needs): a batch that wants two kinds decodes once.
+    public func thumbnails(of source: SourceBytes, requests: [ThumbnailRequest],
+                           isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [Thumbnail] {
+        let rendered = try renderAll(source, requests: requests, isCancelled: isCancelled)
+        var thumbnails: [Thumbnail] = []
+        for (request, image) in zip(requests, rendered) {
+            if isCancelled?() == true { throw .cancelled }
+            var pixels = image.pixels
+            if pixels.hasAlpha && !pixels.hasTransparency {
+                pixels = pixels.flattened()
+            }
+            let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
+            let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder)
+            thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height, warning: image.warning))
         }
-        let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
-        let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder)
-        return Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height, warning: rendered.warning)
+        return thumbnails
     }
 
     /// Renders to pixels (sRGB, straight alpha), without encoding.
     public func render(_ source: SourceBytes, request: ThumbnailRequest,
                        isCancelled: CancellationCheck? = nil) throws(ImagingError) -> RenderedImage {
+        try renderAll(source, requests: [request], isCancelled: isCancelled)[0]
+    }
+
+    func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest],
+                   isCancelled: CancellationCheck?) throws(ImagingError) -> [RenderedImage] {
+        guard !requests.isEmpty else { return [] }
         guard source.count <= limits.maxFileBytes else {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }
-        let slot = request.kind.pixelSize(scale: request.scale)
-        var decoded: DecodedThumbnail
+        let decoded: [DecodedThumbnail]
         switch source.format {
         case .jpeg:
-            decoded = try renderJPEG(source, slot: slot, request: request, isCancelled: isCancelled)
+            decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled)
         case .png:
-            decoded = try renderPNG(source, slot: slot, request: request, isCancelled: isCancelled)
+            decoded = try renderPNG(source, requests: requests, isCancelled: isCancelled)
         case nil:
             throw .unsupportedFormat(reason: "neither JPEG nor PNG (\(source.leadingBytesDescription))")
         }
-        if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
-        var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
-        // A source smaller than the slot gives a smaller output: the mask shrinks with it.
-        let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
-        Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
-        let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
-        return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning)
+        return zip(requests, decoded).map { request, decoded in
+            var decoded = decoded
+            if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
+            var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
+            // A source smaller than the slot gives a smaller output: the mask shrinks with it.
+            let slot = request.kind.pixelSize(scale: request.scale)
+            let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
+            Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
+            let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
+            return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning)
+        }
+    }
+
+    /// One output of a decode: its geometry in the stored frame and how it is reduced.
+    struct OutputPlan {
+        var geometry: ThumbnailGeometry
+        var orientation: Orientation
+        var boxFactor: Int
+    }
+
+    /// Plans every request against one decode: the DCT denominator is the smallest any of them
+    /// chooses (so each still gets its margin); each then picks its own block-shrink factor.
+    func plan(_ requests: [ThumbnailRequest], storedWidth: Int, storedHeight: Int, sourceOrientation: Orientation,
+              allowsDCT: Bool) -> (denominator: Int, outputs: [OutputPlan]) {
+        let planned = requests.map { request -> (ThumbnailGeometry, Orientation, Double) in
+            let orientation = request.appliesOrientation ? sourceOrientation : .up
+            let geometry = storedGeometry(storedWidth: storedWidth, storedHeight: storedHeight, orientation: orientation,
+                                          slot: request.kind.pixelSize(scale: request.scale), kind: request.kind)
+            return (geometry, orientation, geometry.reduction)
+        }
+        let denominator = planned.map { ShrinkPlan(reduction: $0.2, allowsDCT: allowsDCT, tuning: tuning).dctDenominator }.min() ?? 1
+        let outputs = planned.map { geometry, orientation, reduction in
+            let box = ShrinkPlan(reduction: reduction / Double(denominator), allowsDCT: false, tuning: tuning).boxFactor
+            return OutputPlan(geometry: geometry, orientation: orientation, boxFactor: box)
+        }
+        return (denominator, outputs)
     }
 
     /// The geometry in the stored frame for a source of the given stored size.
