@@ -14,11 +14,12 @@ extension ThumbnailPipeline {
             resolved = found
             let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: configuration.encoder)
             key = candidate
-            if let failure = disk.failure(for: found.version) {
-                lookup = .failure(failure.kind == "tooLarge" ? .tooLarge(reason: failure.reason) : .undecodable(reason: failure.reason))
-            } else if let hit = memory.thumbnail(for: candidate) {
+            // A memory hit first: it proves the version decodes, and costs no index query.
+            if let hit = memory.thumbnail(for: candidate) {
                 lookup = .success(hit)
                 cacheLevel = 1
+            } else if let failure = disk.failure(for: found.version) {
+                lookup = .failure(failure.kind == "tooLarge" ? .tooLarge(reason: failure.reason) : .undecodable(reason: failure.reason))
             } else if let hit = disk.thumbnail(for: candidate) {
                 memory.insert(hit)
                 lookup = .success(hit)

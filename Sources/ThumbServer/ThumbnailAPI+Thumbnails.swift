@@ -62,12 +62,15 @@ extension ThumbnailAPI {
             once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch))
         }
         // The render goes on (and is cached) even when the wait runs out.
-        let timeout = HTTPResponse.error(504, "timeout", "no thumbnail within \(wait) ms; it is still being rendered",
-                                         headers: [("Retry-After", "1")])
+        guard !once.isDone else { return }
+        let waited = wait
+        let timeout: @Sendable () -> HTTPResponse = {
+            .error(504, "timeout", "no thumbnail within \(waited) ms; it is still being rendered", headers: [("Retry-After", "1")])
+        }
         if wait == 0 {
-            once.respond(timeout)
-        } else if !once.isDone {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(wait)) { once.respond(timeout) }
+            once.respond(timeout())
+        } else {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waited)) { if !once.isDone { once.respond(timeout()) } }
         }
     }
 
