@@ -116,6 +116,8 @@ public final class Daemon {
         spool?.stop()
         watcher?.stop()
         pipeline.shutdown()
+        // Every request already received has its answer now: let it reach the client.
+        server.drain(seconds: 10)
         server.stop()
         for listener in listeners {
             if let path = listener.unixPath { unlink(path) }
