@@ -37,10 +37,14 @@ public final class ThumbnailAPI: Sendable {
             return
         }
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        switch (request.method, route) {
-        case ("GET", "thumbnails"), ("HEAD", "thumbnails"):
+        // HEAD is GET without a body (libmicrohttpd drops the body).
+        switch (request.method == "HEAD" ? "GET" : request.method, route) {
+        case ("GET", "thumbnails"):
             thumbnail(request, respond: counted)
-        case ("DELETE", "slots") where segments.count == 5 && !segments[3].isEmpty && !segments[4].isEmpty:
+        case ("DELETE", "slots"):
+            guard segments.count == 5, !segments[3].isEmpty, !segments[4].isEmpty else {
+                return counted(.error(400, "badRequest", "expected DELETE /v1/slots/{client}/{slot}"))
+            }
             pipeline.release(SlotID(client: segments[3], slot: segments[4]))
             counted(HTTPResponse(status: 204))
         case ("POST", "prefetch"):

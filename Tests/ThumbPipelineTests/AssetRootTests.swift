@@ -2,15 +2,16 @@ import Foundation
 import Testing
 @testable import ThumbPipeline
 
-@Suite struct AssetRootTests {
+@Suite final class AssetRootTests {
     let root: String
 
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("assetroot-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/photos", withIntermediateDirectories: true)
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/photos/a.jpg"))
-        try Data([4]).write(to: URL(fileURLWithPath: "/tmp/outside-\(UUID().uuidString).jpg"))
     }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
 
     @Test func resolvesRegularFileWithVersion() throws {
         let assets = try AssetRoot(path: root)
