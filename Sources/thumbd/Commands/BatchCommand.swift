@@ -99,7 +99,7 @@ struct BatchCommand: ThumbdCommand {
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
         let cacheDirectory = cache ?? config.service.cacheDirectory ?? home + "/.cache/thumbd/thumbnails"
         var configuration = PipelineConfiguration(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
-        configuration.workers = workers ?? config.service.workers ?? System.activeProcessorCount
+        configuration.workers = workers ?? config.service.workers ?? System.processorCount
         configuration.limits = config.limits
         configuration.encoder = config.encoder
         configuration.tuning = config.shrinkTuning

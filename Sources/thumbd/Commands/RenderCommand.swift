@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import ThumbImaging
+import ThumbPipeline
 
 /// `thumbd render`: one-shot thumbnails of files, in parallel across the cores.
 struct RenderCommand: ThumbdCommand {
@@ -58,7 +59,7 @@ struct RenderCommand: ThumbdCommand {
         }
         quality = try scanner.integer("--quality", in: 1...100)
         appliesOrientation = !scanner.flag("--no-rotate")
-        jobs = try scanner.integer("--jobs", in: 1...256) ?? System.activeProcessorCount
+        jobs = try scanner.integer("--jobs", in: 1...256) ?? System.processorCount
     }
 
     /// One output to produce.
@@ -93,27 +94,39 @@ struct RenderCommand: ThumbdCommand {
         let lines = Mutex<[Int: String]>([:])
         let requestEncoder = encoder
         let orientation = appliesOrientation
+        // One work item per input: its file is read and decoded once for all its slots and scales.
+        let groups = Dictionary(grouping: jobs.indices, by: { jobs[$0].input }).values.sorted { $0[0] < $1[0] }
         let work = Mutex(0)
         let total = jobs.count
-        DispatchQueue.concurrentPerform(iterations: min(self.jobs, total)) { _ in
+        DispatchQueue.concurrentPerform(iterations: min(self.jobs, groups.count)) { _ in
             while true {
-                let index: Int = work.withLock { next in
+                let next: Int = work.withLock { next in
                     defer { next += 1 }
                     return next
                 }
-                guard index < total else { return }
-                let job = jobs[index]
-                let request = ThumbnailRequest(kind: job.selection.kind, scale: job.scale, encoder: requestEncoder,
-                                               appliesOrientation: orientation)
-                switch Self.render(job, request: request, thumbnailer: thumbnailer) {
-                case .success(let line): lines.withLock { $0[index] = line }
-                case .failure(let failure): failures.withLock { $0[index] = failure }
+                guard next < groups.count else { return }
+                let indices = groups[next]
+                let requests = indices.map {
+                    ThumbnailRequest(kind: jobs[$0].selection.kind, scale: jobs[$0].scale, encoder: requestEncoder,
+                                     appliesOrientation: orientation)
+                }
+                let results = Self.render(indices.map { jobs[$0] }, requests: requests, thumbnailer: thumbnailer)
+                for (index, result) in zip(indices, results) {
+                    switch result {
+                    case .success(let line): lines.withLock { $0[index] = line }
+                    case .failure(let failure): failures.withLock { $0[index] = failure }
+                    }
                 }
             }
         }
+        var lastFailure: String?
         for index in 0..<total {
             if let line = lines.withLock({ $0[index] }) { Console.out(line) }
-            if let failure = failures.withLock({ $0[index] }) { Console.error("thumbd: \(failure.message)") }
+            // An input that cannot be read fails every slot alike: say so once.
+            if let failure = failures.withLock({ $0[index] }), failure.message != lastFailure {
+                Console.error("thumbd: \(failure.message)")
+                lastFailure = failure.message
+            }
         }
         let allFailures = failures.withLock { $0 }
         guard let first = allFailures.keys.min(), let code = allFailures[first]?.code else { return .ok }
@@ -161,31 +174,36 @@ struct RenderCommand: ThumbdCommand {
     }
 
     /// Renders one job; the output path gets the format's extension unless -o named it.
-    static func render(_ job: Job, request: ThumbnailRequest, thumbnailer: Thumbnailer) -> Result<String, Failure> {
+    /// Renders the jobs of one input from one read and one decode; the output path gets the
+    /// format's extension unless -o named it.
+    static func render(_ jobs: [Job], requests: [ThumbnailRequest], thumbnailer: Thumbnailer) -> [Result<String, Failure>] {
+        let input = jobs[0].input
         let source: SourceBytes
         do {
-            source = try SourceBytes.read(path: job.input, maxBytes: thumbnailer.limits.maxFileBytes)
+            source = try SourceBytes.read(path: input, maxBytes: thumbnailer.limits.maxFileBytes)
         } catch {
             let code: ExitCode = switch error.kind {
-            case .notFound: .noInput
+            case .notFound, .unreadable: .noInput
             case .tooLarge, .notRegularFile: .dataError
-            case .unreadable: .noInput
             }
-            return .failure(Failure(message: error.description, code: code))
+            return jobs.map { _ in .failure(Failure(message: error.description, code: code)) }
         }
+        let thumbnails: [Thumbnail]
         do {
-            let thumbnail = try thumbnailer.thumbnail(of: source, request: request)
+            thumbnails = try thumbnailer.thumbnails(of: source, requests: requests)
+        } catch {
+            return jobs.map { _ in .failure(Failure(message: "\(input): \(error)", code: .dataError)) }
+        }
+        return zip(jobs, thumbnails).map { job, thumbnail -> Result<String, Failure> in
             let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")
             let path = isNamedOutput ? job.output : "\(job.output).\(thumbnail.format.fileExtension)"
-            try OutputFile.write(thumbnail.bytes, to: path)
+            do throws(OutputError) {
+                try OutputFile.write(thumbnail.bytes, to: path)
+            } catch {
+                return .failure(Failure(message: "\(error.path): \(error.reason)", code: error.exitCode))
+            }
             let warning = thumbnail.warning.map { " (recovered from corrupt data: \($0))" } ?? ""
             return .success("\(path): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes\(warning)")
-        } catch let error as ImagingError {
-            return .failure(Failure(message: "\(job.input): \(error)", code: .dataError))
-        } catch let error as OutputError {
-            return .failure(Failure(message: "\(error.path): \(error.reason)", code: error.exitCode))
-        } catch {
-            return .failure(Failure(message: "\(job.input): \(error)", code: .ioError))
         }
     }
 
