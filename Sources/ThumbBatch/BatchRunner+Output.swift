@@ -29,32 +29,17 @@ extension BatchRunner {
         return false
     }
 
-    /// Writes the thumbnail into the output tree (temporary name, fsync, rename, then the
-    /// source's mtime): a killed run never leaves a partial file. Nil on success.
+    /// Writes the thumbnail into the output tree (temporary name, fsync, rename) stamped with
+    /// the source's mtime: a killed run never leaves a partial file. Nil on success.
     func writeOutput(_ task: Task, _ thumbnail: CachedThumbnail) -> Failure? {
         guard let path = outputPath(task, format: thumbnail.format) else { return nil }
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = "\(folder)/.\((path as NSString).lastPathComponent).\(getpid()).tmp"
+        var source = stat()
+        let sourceTime = stat(assetRoot + "/" + task.asset, &source) == 0 ? source.st_mtim : nil
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let descriptor = try systemCall("create \(temporary)") { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-            defer { close(descriptor) }
-            var written = 0
-            while written < thumbnail.bytes.count {
-                written += try thumbnail.bytes.withUnsafeBytes { bytes in
-                    try systemCall("write \(temporary)") { Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written) }
-                }
-            }
-            try systemCall("fsync \(temporary)") { fsync(descriptor) }
-            var source = stat()
-            if stat(assetRoot + "/" + task.asset, &source) == 0 {
-                var times = [source.st_atim, source.st_mtim]
-                _ = futimens(descriptor, &times)
-            }
-            try systemCall("rename \(temporary)") { rename(temporary, path) }
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try AtomicFile.replace(path, with: thumbnail.bytes, modificationTime: sourceTime)
             return nil
         } catch {
-            unlink(temporary)
             return Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x", reason: "cannot write \(path): \(error)",
                            isPermanent: false)
         }

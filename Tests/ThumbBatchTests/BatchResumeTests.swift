@@ -28,9 +28,10 @@ import Testing
             #expect(Batch.isCompleteImage(out + "/" + path), "partial output after SIGKILL: \(path)")
             #expect(path.hasSuffix(".jpg"), "a camera JPEG's thumbnail should be a JPEG: \(path)")
         }
-        // Temporary files of the killed writer may stay, but only hidden (`.NAME.PID.tmp`).
+        // Temporary files of the killed writer may stay, but only hidden (`.NAME.PID.N.tmp`).
         for path in afterKill.hidden {
-            #expect((path as NSString).lastPathComponent.hasSuffix(".\(first.pid).tmp"), "unexpected hidden file \(path)")
+            let name = (path as NSString).lastPathComponent
+            #expect(name.hasPrefix(".") && name.contains(".\(first.pid).") && name.hasSuffix(".tmp"), "unexpected hidden file \(path)")
         }
         if !afterKill.hidden.isEmpty {
             print("note: SIGKILL left \(afterKill.hidden.count) hidden temporary file(s): \(afterKill.hidden)")

@@ -34,23 +34,7 @@ enum DiskCacheFiles {
     /// Writes `bytes` to a new file at `path` (O_CREAT|O_EXCL, mode 0644) and fsyncs it. On any
     /// failure the file is removed again.
     static func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
-        let fd = try systemCall("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
-        do throws(SystemError) {
-            var offset = 0
-            while offset < bytes.count {
-                offset += try bytes.withUnsafeBytes { buffer in
-                    Result { () throws(SystemError) in
-                        try systemCall("write \(path)") { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
-                    }
-                }.get()
-            }
-            try systemCall("fsync \(path)") { fsync(fd) }
-            try systemCall("close \(path)") { close(fd) }
-        } catch {
-            _ = close(fd)
-            _ = unlink(path)
-            throw error
-        }
+        try AtomicFile.writeNew(path, bytes)
     }
 
     /// Reads the whole file behind `fd` (which stays open); nil when it is not exactly
