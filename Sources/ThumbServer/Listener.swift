@@ -45,11 +45,7 @@ public struct Listener: Sendable {
             // The socket file is created with the final mode: no window with wider permissions.
             let previous = umask(mode_t(0o777 & ~mode))
             defer { umask(previous) }
-            try withUnsafePointer(to: &address) { (pointer) throws(SystemError) in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(SystemError) in
-                    try systemCall("bind \(path)") { bind(descriptor, address, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-                }
-            }
+            try bind(descriptor, to: address, "bind \(path)")
             try systemCall("chmod \(path)") { chmod(path, mode_t(mode)) }
             if let group {
                 guard let entry = getgrnam(group) else { throw SystemError(operation: "group \(group) for \(path)", errno: ENOENT) }
@@ -70,6 +66,7 @@ public struct Listener: Sendable {
         do throws(SystemError) {
             var one: Int32 = 1
             try systemCall("setsockopt SO_REUSEADDR") { setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            let what = "bind \(address.host):\(address.port)"
             if family == AF_INET {
                 var socketAddress = sockaddr_in()
                 socketAddress.sin_family = sa_family_t(AF_INET)
@@ -77,11 +74,7 @@ public struct Listener: Sendable {
                 guard inet_pton(AF_INET, address.host, &socketAddress.sin_addr) == 1 else {
                     throw SystemError(operation: "address \(address.host)", errno: EINVAL)
                 }
-                try withUnsafePointer(to: &socketAddress) { (pointer) throws(SystemError) in
-                    try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (raw) throws(SystemError) in
-                        try systemCall("bind \(address.host):\(address.port)") { bind(descriptor, raw, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                    }
-                }
+                try bind(descriptor, to: socketAddress, what)
             } else {
                 var socketAddress = sockaddr_in6()
                 socketAddress.sin6_family = sa_family_t(AF_INET6)
@@ -89,11 +82,7 @@ public struct Listener: Sendable {
                 guard inet_pton(AF_INET6, address.host, &socketAddress.sin6_addr) == 1 else {
                     throw SystemError(operation: "address \(address.host)", errno: EINVAL)
                 }
-                try withUnsafePointer(to: &socketAddress) { (pointer) throws(SystemError) in
-                    try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (raw) throws(SystemError) in
-                        try systemCall("bind [\(address.host)]:\(address.port)") { bind(descriptor, raw, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                    }
-                }
+                try bind(descriptor, to: socketAddress, what)
             }
             try systemCall("listen") { listen(descriptor, 1024) }
         } catch {
@@ -101,5 +90,15 @@ public struct Listener: Sendable {
             throw error
         }
         return Listener(descriptor: descriptor, description: "tcp:\(address.host):\(address.port)", unixPath: nil)
+    }
+
+    /// bind(2) with any sockaddr_* value.
+    private static func bind<Address>(_ descriptor: Int32, to address: Address, _ what: String) throws(SystemError) {
+        var address = address
+        try withUnsafePointer(to: &address) { (pointer) throws(SystemError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (raw) throws(SystemError) in
+                try systemCall(what) { Glibc.bind(descriptor, raw, socklen_t(MemoryLayout<Address>.size)) }
+            }
+        }
     }
 }
