@@ -124,8 +124,11 @@ extension ThumbnailPipeline {
             case .tooLarge(let reason):
                 disk.recordFailure(asset, kind: "tooLarge", reason: reason)
                 failure = .tooLarge(reason: reason)
-            case .unsupportedFormat(let reason), .undecodable(let reason), .encodingFailed(let reason):
+            case .unsupportedFormat(let reason), .undecodable(let reason):
                 disk.recordFailure(asset, kind: "undecodable", reason: reason)
+                failure = .undecodable(reason: reason)
+            case .encodingFailed(let reason):
+                // Not the source's fault: not remembered as a broken asset.
                 failure = .undecodable(reason: reason)
             }
             return jobs.map { _ in .failure(failure) }
