@@ -11,7 +11,7 @@ if [[ "${1:-}" == "--no-build" ]]; then build=0; shift; fi
 count=${1:-200}
 ((build)) && swift build -c release >/dev/null
 command -v vipsthumbnail >/dev/null || { echo "vipsthumbnail missing: apt-get install libvips-tools" >&2; exit 1; }
-work=$(mktemp -d /tmp/thumbd-batch-bench.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-batch-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/assets" "$work/vips-large" "$work/vips-avatar"
 sources=(../shared/corpus/large-photos/*.jpg)

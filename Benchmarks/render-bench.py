@@ -36,9 +36,11 @@ PACKAGE = Path(__file__).resolve().parent.parent
 THUMBD = PACKAGE / ".build/release/thumbd"
 VIPS = "/usr/bin/vipsthumbnail"
 TIME = "/usr/bin/time"
-LARGE_PHOTOS = Path("/work/shared/corpus/large-photos")
-GEN_CORPUS = Path("/work/shared/bench-corpus/gen_corpus.py")
-BENCH_DIR = Path("/tmp/thumbbench")
+# The shared corpus sits beside the package root; scratch files go under $TMPDIR.
+SHARED = PACKAGE.parent / "shared"
+LARGE_PHOTOS = SHARED / "corpus/large-photos"
+GEN_CORPUS = SHARED / "bench-corpus/gen_corpus.py"
+BENCH_DIR = Path(tempfile.gettempdir()) / "thumbbench"
 RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
 
 # slot name -> (thumbd inline spec, vipsthumbnail arguments, output size is a filled square)

@@ -58,10 +58,12 @@ if ((build)); then
     (cd "$here" && swift build -c release 2>&1 | tail -1) >&2
 fi
 THUMBD=$here/.build/release/thumbd
+# The shared corpus sits beside the package root.
+corpus=$(cd "$here/../shared/corpus" && pwd)
 [[ -x $THUMBD ]] || { say "no $THUMBD (build first)"; exit 69; }
 
 # ---------------------------------------------------------------- temp area and cleanup
-tmp=$(mktemp -d /tmp/serve-bench.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/serve-bench.XXXXXX")
 thumbd_pid="" nginx_pid="" loop_pids=()
 stop_thumbd() {
     [[ -n $thumbd_pid ]] || return 0
@@ -104,7 +106,7 @@ nbase=http://127.0.0.1:$nport
 # Assets: hard links when /tmp is on the same filesystem, copies otherwise (symlinks would
 # resolve outside the asset root and be refused).
 mkdir -p "$tmp/assets" "$tmp/cache" "$tmp/logs"
-for f in /work/shared/corpus/large-photos/*.jpg /work/shared/corpus/exif-samples/*.jpg; do
+for f in "$corpus"/large-photos/*.jpg "$corpus"/exif-samples/*.jpg; do
     ln "$f" "$tmp/assets/" 2>/dev/null || cp "$f" "$tmp/assets/"
 done
 chmod 755 "$tmp"
@@ -188,7 +190,7 @@ while IFS= read -r asset && ((warmed < 20)); do
     path=$(curl -s --max-time 5 "$base/v1/thumbnails/large/$enc?as=path" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
     printf '%s\t%s\t%s\n' "$enc" "${path#"$tmp/cache/"}" "$(stat -c %s "$tmp/body")" >>"$tmp/warm.tsv"
     warmed=$((warmed + 1))
-done < <(cd "$tmp/assets" && { ls /work/shared/corpus/large-photos | grep '\.jpg$'; ls | sort; } | awk '!seen[$0]++')
+done < <(cd "$tmp/assets" && { ls "$corpus/large-photos" | grep '\.jpg$'; ls | sort; } | awk '!seen[$0]++')
 ((warmed > 0)) || { say "no thumbnail rendered"; thumbd_errors >&2; exit 70; }
 say "warmed $warmed thumbnails"
 
@@ -281,7 +283,7 @@ r_nidle=$(run_wrk nginx-idle 5 "$nbase/$hot_file")
 # 4 loops of cold renders of the large photos (3-12 MP), every request a new size of 800 px
 # and up (so a miss, and heavy enough to keep the single worker busy); at most 400 requests
 # a loop and 45 s. The queue stays at ~3 behind the running render.
-mapfile -t cold_assets < <(ls /work/shared/corpus/large-photos | grep '\.jpg$' | while IFS= read -r a; do urlenc "$a"; done)
+mapfile -t cold_assets < <(ls "$corpus/large-photos" | grep '\.jpg$' | while IFS= read -r a; do urlenc "$a"; done)
 loops=4 per_loop=400
 deadline=$(($(date +%s) + 45))
 rm -f "$tmp/stop-loops"
