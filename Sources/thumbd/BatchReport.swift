@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbImaging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,7 +44,11 @@ final class ProgressReporter {
 /// The summary at the end of a batch: text, or JSON with `--json`.
 enum BatchReport {
     static func print(_ summary: BatchRunner.Summary, json: Bool) {
-        for failure in summary.failures { Console.error("thumbd: \(failure.asset) [\(failure.kind)]: \(failure.reason)") }
+        // Asset names and reasons come from job files and queues: each line stays short.
+        for failure in summary.failures {
+            Console.error("thumbd: \(DisplayText.truncated(failure.asset)) [\(DisplayText.truncated(failure.kind, maxBytes: 60))]: "
+                          + DisplayText.truncated(failure.reason, maxBytes: 400))
+        }
         if json {
             let object: [String: Any] = [
                 "rendered": summary.rendered, "upToDate": summary.upToDate, "failed": summary.failures.count,
