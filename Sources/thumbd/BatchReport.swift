@@ -20,7 +20,7 @@ final class ProgressReporter {
         let rate = summary.imagesPerSecond
         var text = "\(done)\(expected.map { "/\($0)" } ?? "") thumbnails, \(String(format: "%.1f", rate)) img/s, \(summary.failures.count) failed"
         if let expected, rate > 0, expected > done {
-            text += ", ETA \(Int(Double(expected - done) / rate))s"
+            text += ", ETA \(CheckedConversion.clampedInteger(Double(expected - done) / rate, to: 0...Int(Int32.max)))s"
         }
         if interactive {
             var bar = ""

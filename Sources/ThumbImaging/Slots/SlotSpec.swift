@@ -101,7 +101,8 @@ public enum SlotSpec {
             throw SlotSpecError(text: text, reason: "scale must be \(DisplayScale.rangeDescription), got \(scale)")
         }
         guard let size = kind.checkedPixelSize(scale: scale) else {
-            throw SlotSpecError(text: text, reason: "at \(scale)x a side exceeds \(SlotBounds.maxPixelsPerSide) px")
+            throw SlotSpecError(text: text, reason: "at \(scale)x each side must be 1 to \(SlotBounds.maxPixelsPerSide) px "
+                                + "(points × scale, rounded)")
         }
         guard size.pixelCount <= maxOutputPixels else {
             throw SlotSpecError(text: text, reason: "at \(scale)x the output is \(size) (\(size.pixelCount) px), "

@@ -11,13 +11,13 @@ public struct PixelSize: Sendable, Hashable, CustomStringConvertible {
         self.height = height
     }
 
-    /// `points` × `scale`, rounded; nil when a side is not finite or rounds outside the bounds.
-    /// A side under half a pixel counts as one pixel (the smallest image there is).
+    /// `points` × `scale`, rounded; nil when a side is not finite or rounds outside
+    /// 1 ... `SlotBounds.maxPixelsPerSide` (a 1e-300-point kind is as wrong as a 1e19-point one).
     public init?(widthPoints: Double, heightPoints: Double, scale: Int) {
-        let sides = 0...SlotBounds.maxPixelsPerSide
+        let sides = 1...SlotBounds.maxPixelsPerSide
         guard let width = CheckedConversion.integer(widthPoints * Double(scale), in: sides),
               let height = CheckedConversion.integer(heightPoints * Double(scale), in: sides) else { return nil }
-        self.init(width: max(1, width), height: max(1, height))
+        self.init(width: width, height: height)
     }
 
     public var pixelCount: Int { width * height }
