@@ -24,23 +24,44 @@ struct ServeBoundsTests {
         return response
     }
 
-    @Test("huge specs, tokens, scales, NUL bytes, long ids: 400 naming the field; the daemon stays up")
-    func hostileValuesAreRefusedAtTheDoor() throws {
+    /// A daemon with a small asset and a 2048-point kind; each test below has its own, so that
+    /// one defect (a crash on 31927a0) does not hide the others.
+    func daemon() throws -> ServeDaemon {
         var kinds = ServeDaemon.kinds
         kinds["poster"] = ["width": 2048, "height": 2048, "mode": "fill"]
         let daemon = try ServeDaemon(config: ServeDaemon.config(kinds: kinds),
                                      assets: ["small.png": ServePaths.samples + "/pngsuite-basn6a08-alpha.png"])
         try daemon.start()
+        return daemon
+    }
 
-        // Item 1: sizes that trapped Int(Double); item 9: outputs over limits.maxOutputPixels.
+    /// The daemon is up, rendered at most `renders` thumbnails, and stops cleanly.
+    func finish(_ daemon: ServeDaemon, renders: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(daemon.isRunning, "\(daemon.log)", sourceLocation: sourceLocation)
+        #expect(try daemon.request("/healthz").status == 200, sourceLocation: sourceLocation)
+        let metrics = try daemon.metrics()
+        #expect(metrics["thumbd_render_seconds_count"] <= renders, "a refused request was rendered:\n\(metrics.text)",
+                sourceLocation: sourceLocation)
+        #expect(daemon.stop() == 0, "\(daemon.log)", sourceLocation: sourceLocation)
+    }
+
+    @Test("items 1, 9: huge, tiny and oversized specs and scales are 400 before any work")
+    func sizesAreRefusedBeforeAnyWork() throws {
+        let daemon = try daemon()
         _ = try expect(daemon, "/v1/thumbnails/1e19x1/small.png", 400, "badKind", says: "WIDTHxHEIGHT")
         _ = try expect(daemon, "/v1/thumbnails/8000x8000@4x,upscale/small.png", 400, "badKind", says: "8192 px")
+        _ = try expect(daemon, "/v1/thumbnails/0.1x0.1/small.png", 400, "badKind", says: "1 to 8192 px")
         _ = try expect(daemon, "/v1/thumbnails/2048x2048@4x,upscale,fill/small.png", 400, "badKind", says: "limits.maxOutputPixels")
         _ = try expect(daemon, "/v1/thumbnails/poster/small.png?scale=4", 400, "badKind", says: "limits.maxOutputPixels")
         _ = try expect(daemon, "/v1/thumbnails/poster@3x/small.png", 400, "badKind", says: "limits.maxOutputPixels")
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?scale=1e17", 400, "badQuery", says: "1 to 4")
+        _ = try expect(daemon, "/v1/thumbnails/poster@2x/small.png", 200)
+        try finish(daemon, renders: 1)
+    }
 
-        // Item 2: a token past the range is refused, so `current + 1` never sees UInt64.max.
+    @Test("item 2: a token past 2^53 - 1 is 400; a slot at the top keeps working")
+    func tokensAreBounded() throws {
+        let daemon = try daemon()
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=s1&token=18446744073709551615", 400, "badQuery",
                        says: "0 to 9007199254740991")
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=s1&token=99999999999999999999999", 400, "badQuery")
@@ -48,8 +69,14 @@ struct ServeBoundsTests {
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=s2&token=9007199254740991", 200)
         let topped = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=s2", 200)
         #expect(topped.headers["x-thumbd-token"] == "9007199254740991", "\(topped.summary)")
+        let late = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=s2&token=5", 409, "superseded")
+        #expect(late.json["currentToken"] as? Int == 9_007_199_254_740_991, "\(late.summary)")
+        try finish(daemon, renders: 1)
+    }
 
-        // Item 14: %00 never truncates a path, a client or a slot.
+    @Test("item 14: %00 in a path, kind, client or slot is 400, never a shorter name; DELETE /v1/prefetch/ is 400")
+    func nulBytesAndMissingIDs() throws {
+        let daemon = try daemon()
         _ = try expect(daemon, "/v1/thumbnails/large/small.png%00.jpg", 400, "badRequest", says: "NUL")
         _ = try expect(daemon, "/v1/thumbnails/large%00x/small.png", 400, "badRequest", says: "NUL")
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app%00evil&slot=s3", 400, says: "NUL")
@@ -59,12 +86,14 @@ struct ServeBoundsTests {
         _ = try expect(daemon, "/v1/thumbnails/large/small%2Epng?sc%61le=2", 200)
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?scale=2&sc%61le=2", 400, "badQuery", says: "twice")
         _ = try expect(daemon, "/v1/thumbnails/large/small%FF.png", 400, says: "UTF-8")
-
-        // Item 14: DELETE /v1/prefetch/ with no id.
         _ = try expect(daemon, "/v1/prefetch/", method: "DELETE", 400, "badRequest")
         _ = try expect(daemon, "/v1/prefetch/\(String(repeating: "i", count: 257))", method: "DELETE", 400, says: "at most 256 bytes")
+        try finish(daemon, renders: 1)
+    }
 
-        // Item 8: ids bounded in bytes.
+    @Test("item 8: client and slot ids over 256 bytes (and asset paths over 4096) are 400")
+    func idsAreBoundedInBytes() throws {
+        let daemon = try daemon()
         let longest = String(repeating: "a", count: 256)
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=\(longest)", 200)
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=\(longest)b", 400, "badQuery", says: "1 to 256 bytes")
@@ -72,8 +101,14 @@ struct ServeBoundsTests {
         _ = try expect(daemon, "/v1/thumbnails/large/small.png?client=app&slot=\(String(repeating: "x", count: 16 << 10))", 400,
                        "badQuery", says: "1 to 256 bytes")
         _ = try expect(daemon, "/v1/thumbnails/large/\(String(repeating: "d/", count: 2100))small.png", 400, says: "at most 4096 bytes")
+        let metrics = try daemon.metrics()
+        #expect(metrics["thumbd_slots"] == 1, "\(metrics.text)")
+        try finish(daemon, renders: 1)
+    }
 
-        // Item 3: the prefetch scale is an integer from 1 to 4, nothing else.
+    @Test("items 3, 10: a prefetch scale is a whole number from 1 to 4; 9 assets × 1,111 kinds is refused")
+    func prefetchBodiesAreBounded() throws {
+        let daemon = try daemon()
         for scale in ["1e17", "0", "-5", "1.5", "true", "\"2\"", "null"] {
             _ = try expect(daemon, "/v1/prefetch", method: "POST", body: #"{"assets": ["small.png"], "kinds": ["large"], "scale": \#(scale)}"#,
                            400, "badRequest", says: "'scale' must be a whole number from 1 to 4")
@@ -84,7 +119,6 @@ struct ServeBoundsTests {
                        400, "badRequest", says: "unknown key 'colour'")
         _ = try expect(daemon, "/v1/prefetch", method: "POST", body: #"{"assets": ["small\u0000.png"], "kinds": ["large"]}"#,
                        400, "badRequest", says: "without NUL")
-        // Item 10: 9 assets × 1,111 inline kinds is refused whole; a visible miss then renders.
         let inline = (1...1_111).map { "\"\($0 % 300 + 1)x\($0 / 300 + 1)\"" }.joined(separator: ",")
         let assets = (0..<9).map { "\"a\($0).png\"" }.joined(separator: ",")
         _ = try expect(daemon, "/v1/prefetch", method: "POST", body: #"{"assets": [\#(assets)], "kinds": [\#(inline)]}"#,
@@ -92,13 +126,7 @@ struct ServeBoundsTests {
         let accepted = try expect(daemon, "/v1/prefetch", method: "POST", body: #"{"assets": ["small.png"], "kinds": ["normal"], "scale": 2}"#, 202)
         #expect(accepted.json["queued"] as? Int == 1, "\(accepted.summary)")
         _ = try expect(daemon, "/v1/thumbnails/x-large/small.png", 200)
-
-        #expect(daemon.isRunning, "\(daemon.log)")
-        #expect(try daemon.request("/healthz").status == 200)
-        let metrics = try daemon.metrics()
-        // large (scale 1 and 2, and the slots' requests coalesce in the cache), normal@2x, x-large.
-        #expect(metrics["thumbd_render_seconds_count"] <= 4, "a refused request was rendered:\n\(metrics.text)")
-        #expect(daemon.stop() == 0, "\(daemon.log)")
+        try finish(daemon, renders: 2)
     }
 
     @Test("a prefetch that fills the queue leaves room for the next visible miss (no 503)")
