@@ -1,5 +1,16 @@
 #include "CThumbHTTP.h"
 
+#include <string.h>
+
+// Leaves %-escapes in the URL and the query as the client sent them: libmicrohttpd hands the
+// URL over NUL-terminated, so its own decoding would turn "a.jpg%00.png" into "a.jpg". The API
+// decodes (and refuses NUL) itself (see HTTPRequest, APIRequest.parse).
+static size_t CThumb_KeepEscapes(void *context, struct MHD_Connection *connection, char *text) {
+    (void)context;
+    (void)connection;
+    return strlen(text);
+}
+
 struct MHD_Daemon *CThumb_HTTPStart(int listenDescriptor, unsigned int threads, unsigned int connectionLimit,
                                     size_t connectionMemoryBytes, unsigned int timeoutSeconds,
                                     MHD_AccessHandlerCallback handler, void *handlerContext,
@@ -13,5 +24,6 @@ struct MHD_Daemon *CThumb_HTTPStart(int listenDescriptor, unsigned int threads, 
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connectionMemoryBytes,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeoutSeconds,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completedContext,
+                            MHD_OPTION_UNESCAPE_CALLBACK, CThumb_KeepEscapes, NULL,
                             MHD_OPTION_END);
 }

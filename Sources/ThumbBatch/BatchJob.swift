@@ -1,10 +1,12 @@
 import Foundation
 import ThumbImaging
+import ThumbPipeline
 
 /// One unit of batch work: an asset and the kinds (and scale) to render it into.
-/// JSON form (a line of a jobs file, or a spool job file):
+/// JSON form (a line of a jobs file, a spool job file, a Redis `job` field):
 /// `{"asset": "photos/IMG_0001.jpg", "kinds": ["large", "contact-avatar"], "scale": 3}`
 /// (`kinds` and `scale` optional: the command's `--kinds`, every scale of each kind).
+/// Every door parses into this type, bounded: see `parse`.
 public struct BatchJob: Sendable, Equatable {
     /// Path relative to the asset root.
     public var asset: String
@@ -13,6 +15,11 @@ public struct BatchJob: Sendable, Equatable {
     /// Where the job came from (a claimed spool file), not part of its JSON.
     public var origin: String?
 
+    /// Largest job description (JSON line, spool file, `job` field), bytes.
+    public static let maxJobBytes = 64 << 10
+    /// Most kinds one job may name.
+    public static let maxKinds = 32
+
     public init(asset: String, kinds: [String]? = nil, scale: Int? = nil, origin: String? = nil) {
         self.asset = asset
         self.kinds = kinds
@@ -20,36 +27,119 @@ public struct BatchJob: Sendable, Equatable {
         self.origin = origin
     }
 
-    /// Why a job description was refused.
+    /// Why a job description was refused: the field and its range, never more than a short
+    /// prefix of what was given.
     public struct FormatError: Error, Equatable, Sendable, CustomStringConvertible {
         public var reason: String
         public var description: String { reason }
+        public init(reason: String) { self.reason = reason }
     }
 
+    /// Parses one job's JSON. A pure function of its bytes: the job-line fuzz target drives it.
     public static func parse(_ data: Data) throws(FormatError) -> BatchJob {
-        guard let value = try? JSONSerialization.jsonObject(with: data), let object = value as? [String: Any] else {
-            throw FormatError(reason: "not a JSON object")
+        guard data.count <= maxJobBytes else {
+            throw FormatError(reason: "a job is at most \(maxJobBytes) bytes, this one \(data.count)")
         }
-        let known: Set<String> = ["asset", "kinds", "scale"]
-        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw FormatError(reason: "unknown key '\(unknown)' (expected asset, kinds, scale)")
+        guard case .object(let object)? = try? JSONValue.decode(data) else { throw FormatError(reason: "not a JSON object") }
+        return try parse(object)
+    }
+
+    /// The bounded fields of a job object.
+    static func parse(_ object: [String: JSONValue]) throws(FormatError) -> BatchJob {
+        if let unknown = object.keys.sorted().first(where: { !["asset", "kinds", "scale"].contains($0) }) {
+            throw FormatError(reason: "unknown key '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected asset, kinds, scale)")
         }
-        guard let asset = object["asset"] as? String, !asset.isEmpty else {
+        guard case .string(let asset)? = object["asset"], !asset.isEmpty else {
             throw FormatError(reason: "'asset' must be a non-empty string (a path under the asset folder)")
         }
+        guard asset.utf8.count <= PipelineRequest.maxAssetPathBytes else {
+            throw FormatError(reason: "'asset' is \(asset.utf8.count) bytes, at most \(PipelineRequest.maxAssetPathBytes)")
+        }
+        guard !asset.utf8.contains(0) else { throw FormatError(reason: "'asset' contains a NUL byte") }
         var kinds: [String]?
         if let value = object["kinds"] {
-            guard let list = value as? [String], !list.isEmpty else { throw FormatError(reason: "'kinds' must be a non-empty list of kind names") }
-            kinds = list
+            guard case .array(let items) = value, !items.isEmpty else {
+                throw FormatError(reason: "'kinds' must be a non-empty list of kind names")
+            }
+            guard items.count <= maxKinds else { throw FormatError(reason: "'kinds' lists \(items.count) kinds, at most \(maxKinds)") }
+            var names: [String] = []
+            for (index, item) in items.enumerated() {
+                guard case .string(let name) = item else {
+                    throw FormatError(reason: "'kinds[\(index)]' must be a kind name or inline spec, got \(item.kindDescription)")
+                }
+                try checkKind(name, field: "kinds[\(index)]")
+                names.append(name)
+            }
+            kinds = names
         }
         var scale: Int?
         if let value = object["scale"] {
-            guard let number = value as? Int, !(value is Bool), SlotSpec.supportedScales.contains(number) else {
-                throw FormatError(reason: "'scale' must be 1 to 4")
+            guard case .number(let number) = value, let parsed = DisplayScale(json: number) else {
+                throw FormatError(reason: "'scale' must be 1 to 4 (a whole number), got \(value.kindDescription)")
             }
-            scale = number
+            scale = parsed.value
         }
         return BatchJob(asset: asset, kinds: kinds, scale: scale)
+    }
+
+    /// What can be checked of a kind without the config: its size, and an inline spec in full
+    /// (its bounds, against the largest output any config allows), so that a job that could
+    /// never render fails here, as a malformed job, and not at render time.
+    static func checkKind(_ name: String, field: String) throws(FormatError) {
+        guard (1...SlotBounds.maxTextBytes).contains(name.utf8.count), !name.utf8.contains(0) else {
+            throw FormatError(reason: "'\(field)' must be 1 to \(SlotBounds.maxTextBytes) bytes without NUL, this one is \(name.utf8.count) bytes")
+        }
+        do throws(SlotSpecError) {
+            if name.first?.isNumber == true {
+                _ = try SlotSpec.parse(name, maxOutputPixels: SlotBounds.outputPixelsCeiling)
+            } else if let at = name.lastIndex(of: "@"), DisplayScale(text: name[name.index(after: at)...], allowsSuffix: true) == nil {
+                throw SlotSpecError(text: name, reason: "scale must be 1x to 4x")
+            }
+        } catch {
+            throw FormatError(reason: "'\(field)': \(error.description)")
+        }
+    }
+
+    /// A Redis stream entry's fields, as the flat name/value list Redis delivers: either `job`
+    /// (the JSON form) or `asset` with optional `kinds` (comma-separated, an inline spec keeping
+    /// its options) and `scale`; other fields are the producer's own and are ignored. The same
+    /// bounds as the JSON form. A pure function: the Redis-fields fuzz target drives it.
+    public static func parse(redisFields fields: [String]) throws(FormatError) -> BatchJob {
+        var values: [String: String] = [:]
+        var index = 0
+        while index + 1 < fields.count {
+            values[fields[index]] = fields[index + 1]
+            index += 2
+        }
+        if let json = values["job"] { return try parse(Data(json.utf8)) }
+        guard let asset = values["asset"] else { throw FormatError(reason: "no 'job' field (JSON) and no 'asset' field") }
+        var object: [String: JSONValue] = ["asset": .string(asset)]
+        if let kinds = values["kinds"] {
+            guard kinds.utf8.count <= maxJobBytes else { throw FormatError(reason: "'kinds' is \(kinds.utf8.count) bytes, at most \(maxJobBytes)") }
+            object["kinds"] = .array(splitKinds(kinds).map { .string($0) })
+        }
+        if let text = values["scale"] {
+            guard let scale = DisplayScale(text: text) else {
+                throw FormatError(reason: "'scale' must be 1 to 4 (a whole number), got '\(DisplayText.truncated(text, maxBytes: 40))'")
+            }
+            object["scale"] = .number(Double(scale.value))
+        }
+        return try parse(object)
+    }
+
+    /// "large,48x48@3x,fill,circle" → ["large", "48x48@3x,fill,circle"]: an inline spec's
+    /// options stay with their spec.
+    public static func splitKinds(_ text: String) -> [String] {
+        var kinds: [String] = []
+        for piece in text.split(separator: ",").map(String.init) {
+            let isOption = ["fill", "fit", "circle", "upscale"].contains(piece) || piece.hasPrefix("radius=")
+            if isOption, let last = kinds.last, last.first?.isNumber == true {
+                kinds[kinds.count - 1] = last + "," + piece
+            } else {
+                kinds.append(piece)
+            }
+        }
+        return kinds
     }
 
     public var json: Data {

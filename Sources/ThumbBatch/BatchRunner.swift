@@ -185,11 +185,12 @@ public final class BatchRunner {
         for name in job.kinds ?? defaultKinds {
             let selection: SlotSelection
             do {
-                selection = try catalog.resolve(name)
+                // The job's scale is checked like any other selection (limits.maxOutputPixels).
+                selection = try catalog.resolve(name, scale: job.scale.flatMap { DisplayScale($0) })
             } catch {
-                return .failure(Failure(asset: job.asset, kind: name, reason: error.description))
+                return .failure(Failure(asset: job.asset, kind: DisplayText.truncated(name, maxBytes: 60), reason: error.description))
             }
-            for scale in job.scale.map({ [$0] }) ?? selection.scales {
+            for scale in selection.scales {
                 tasks.append(Task(job: index, asset: job.asset, kindName: selection.kind.name, kind: selection.kind, scale: scale))
             }
         }

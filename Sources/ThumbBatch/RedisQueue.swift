@@ -127,26 +127,13 @@ public final class RedisQueue {
             rejected.append((id, "delivered \(deliveries) times"))
             return nil
         }
-        do {
-            var job: BatchJob
-            if let json = values["job"] {
-                job = try BatchJob.parse(Data(json.utf8))
-            } else if let asset = values["asset"] {
-                // The fields form goes through the same validation as the JSON form.
-                var object: [String: Any] = ["asset": asset]
-                if let kinds = values["kinds"] { object["kinds"] = kinds.split(separator: ",").map(String.init) }
-                if let scale = values["scale"] { object["scale"] = Int(scale).map { $0 as Any } ?? scale }
-                job = try BatchJob.parse((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
-            } else {
-                throw BatchJob.FormatError(reason: "no 'job' field (JSON) and no 'asset' field")
-            }
+        do throws(BatchJob.FormatError) {
+            var job = try BatchJob.parse(redisFields: fields)
             job.origin = id
             return job
-        } catch let error as BatchJob.FormatError {
+        } catch {
             try finish(id: id, asset: values["asset"] ?? "", failure: "malformed job: \(error.reason)", deadLetter: true, job: text)
             rejected.append((id, error.reason))
-            return nil
-        } catch {
             return nil
         }
     }

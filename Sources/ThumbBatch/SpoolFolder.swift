@@ -7,7 +7,7 @@ import Glibc
 /// temporary name and rename it into `incoming/` as `*.json`. A consumer claims a job by renaming
 /// it into `claimed/` (rename is atomic: exactly one consumer wins), renders it, and moves it to
 /// `done/` or to `failed/` with the reason beside it (`NAME.reason`). Claims of a consumer that
-/// died are put back at start (at-least-once).
+/// died are put back at start (at-least-once), at most `maxTakeOvers` times per job.
 public struct SpoolFolder: Sendable {
     public let root: String
     var incoming: String { root + "/incoming" }
@@ -22,18 +22,54 @@ public struct SpoolFolder: Sendable {
         }
     }
 
-    /// Claimed files are named `PID.NAME`: a claim whose process is gone goes back to `incoming/`.
-    /// Returns how many were recovered.
-    @discardableResult
-    public func recoverAbandonedClaims() -> Int {
-        var recovered = 0
+    /// How often a claimed job is put back after its process died; the next death sends it to
+    /// `failed/` (a job that kills its renderer must not crash every consumer that takes it).
+    public static let maxTakeOvers = 2
+    public static let diedReason = "the renderer died on this job"
+
+    /// What `recoverClaims` did with the claims of processes that are gone.
+    public struct Recovery: Sendable, Equatable {
+        /// Put back into `incoming/`.
+        public var recovered = 0
+        /// Sent to `failed/`: their process died more than `maxTakeOvers` times on them.
+        public var gaveUp: [String] = []
+    }
+
+    /// Claimed files are named `PID.NAME`: a claim whose process is gone goes back to `incoming/`,
+    /// counted in `claimed/.NAME.takeovers`; past `maxTakeOvers` it goes to `failed/` instead.
+    public func recoverClaims() -> Recovery {
+        var recovery = Recovery()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: claimed)) ?? [] {
             guard let dot = name.firstIndex(of: "."), let pid = Int32(name[..<dot]) else { continue }
             if pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM) { continue } // still alive
             let original = String(name[name.index(after: dot)...])
-            if rename(claimed + "/" + name, incoming + "/" + original) == 0 { recovered += 1 }
+            let counter = takeOverCounter(original)
+            let takeOvers = Self.count(in: FileManager.default.contents(atPath: counter)) + 1
+            if takeOvers > Self.maxTakeOvers {
+                let reason = "\(Self.diedReason) (its process died \(takeOvers) times before finishing it)"
+                try? Data((reason + "\n").utf8).write(to: URL(fileURLWithPath: failed + "/" + original + ".reason"), options: .atomic)
+                if rename(claimed + "/" + name, failed + "/" + original) == 0 { recovery.gaveUp.append(original) }
+                unlink(counter)
+                continue
+            }
+            // The count first: a crash between the two steps costs a take-over, never forgets one.
+            try? Data("\(takeOvers)\n".utf8).write(to: URL(fileURLWithPath: counter), options: .atomic)
+            if rename(claimed + "/" + name, incoming + "/" + original) == 0 { recovery.recovered += 1 }
         }
-        return recovered
+        return recovery
+    }
+
+    /// `recoverClaims`, counting the jobs put back.
+    @discardableResult
+    public func recoverAbandonedClaims() -> Int { recoverClaims().recovered }
+
+    func takeOverCounter(_ name: String) -> String { claimed + "/." + name + ".takeovers" }
+
+    /// A take-over counter's value; a missing or damaged one counts as none.
+    static func count(in data: Data?) -> Int {
+        guard let data, data.count <= 16 else { return 0 }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.utf8.count <= 3 ? Int(text) ?? 0 : 0
     }
 
     /// The outcome of claiming: a job, a malformed file (already moved to `failed/`), or nothing left.
@@ -70,6 +106,7 @@ public struct SpoolFolder: Sendable {
     public func finish(claimedPath: String, failure: String?) {
         let claimedName = (claimedPath as NSString).lastPathComponent
         let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
+        defer { unlink(takeOverCounter(name)) }
         if let failure {
             let reason = failed + "/" + name + ".reason"
             try? Data((failure + "\n").utf8).write(to: URL(fileURLWithPath: reason), options: .atomic)

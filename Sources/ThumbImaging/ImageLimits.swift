@@ -10,8 +10,24 @@ public struct ImageLimits: Sendable, Equatable {
     public var maxProgressiveScans: Int = 256
     /// Working memory libjpeg may use for one decode (coefficient buffers of progressive files), bytes.
     public var maxDecoderMemoryBytes: Int = 1 << 30
+    /// Largest output, in pixels (width × height), upscaled or not; checked against the slot's
+    /// size before any work. 4096 × 4096: the largest freedesktop.org kind (xx-large, 1024 pt)
+    /// at the largest scale (4x). An output that size is 64 MB as 8-bit RGBA and about 256 MB
+    /// as the float image the resampler writes; an 8192 × 8192 upscale cost 23–60 s and 3 GB.
+    public var maxOutputPixels: Int = 4096 * 4096
 
     public init() {}
+
+    /// Refuses an output of `size` over `maxOutputPixels` (kinds built in code skip the doors
+    /// that check this; the renderer checks again).
+    func checkOutput(_ size: PixelSize?, scale: Int) throws(ImagingError) {
+        guard let size else {
+            throw .tooLarge(reason: "the slot at \(scale)x exceeds \(SlotBounds.maxPixelsPerSide) px a side")
+        }
+        if size.pixelCount > maxOutputPixels {
+            throw .tooLarge(reason: "a \(size) output exceeds the \(maxOutputPixels)-pixel output limit")
+        }
+    }
 
     func check(width: Int, height: Int) throws(ImagingError) {
         guard width > 0, height > 0 else {

@@ -14,6 +14,9 @@ public struct PipelineConfiguration: Sendable {
     public var maxQueuedJobs: Int = 4096
     /// Slots remembered at once; idle ones go first when full.
     public var maxSlots: Int = 100_000
+    /// Bytes the slot table may hold (ids plus a per-entry overhead, see `SlotID.tableBytes`):
+    /// 100,000 slots with ids of up to about 140 bytes, or fewer with longer ones.
+    public var maxSlotTableBytes: Int = 32 << 20
     /// A slot with no live request is forgotten after this long.
     public var slotIdleSeconds: Double = 600
     public var limits = ImageLimits()

@@ -1,3 +1,5 @@
+import ThumbImaging
+
 /// Everything the pipeline's lock guards.
 struct PipelineState {
     struct WaiterRef: Equatable {
@@ -12,6 +14,8 @@ struct PipelineState {
     }
 
     var slots: [SlotID: SlotRecord] = [:]
+    /// What the slot table is charged for its entries (`SlotID.tableBytes` summed).
+    var slotTableBytes = 0
     /// Prefetch batches by id: their waiters, so that a batch can be withdrawn.
     var groups: [String: [WaiterRef]] = [:]
     var jobs: [String: JobRecord] = [:]
@@ -49,16 +53,30 @@ struct PipelineState {
         queue.compactIfNeeded(liveCount: queuedJobs) { isLive($0, $1) }
     }
 
-    /// Makes room for one more slot: forgets idle slots past `idleSeconds`, then the least
-    /// recently used idle ones. False when every remembered slot has a live request.
-    mutating func makeRoomForSlot(maxSlots: Int, idleSeconds: Double, now: ContinuousClock.Instant) -> Bool {
-        guard slots.count >= maxSlots else { return true }
-        let cutoff = now - .milliseconds(Int64(idleSeconds * 1000))
+    /// Makes room for `slot` in a table bounded in count and in bytes (`SlotID.tableBytes`):
+    /// forgets idle slots past `idleSeconds`, then the least recently used idle ones, down to 90%
+    /// of each bound. False when the slots that have a live request leave no room.
+    mutating func makeRoomForSlot(_ slot: SlotID, maxSlots: Int, maxBytes: Int, idleSeconds: Double,
+                                  now: ContinuousClock.Instant) -> Bool {
+        let cost = slot.tableBytes
+        func fits(count: Int, bytes: Int) -> Bool { slots.count < count && slotTableBytes + cost <= bytes }
+        guard !fits(count: maxSlots, bytes: maxBytes) else { return true }
+        let idleMilliseconds = CheckedConversion.clampedInteger(idleSeconds * 1000, to: 0...(1 << 50))
+        let cutoff = now - .milliseconds(idleMilliseconds)
         slots = slots.filter { $0.value.liveWaiter != nil || $0.value.lastUse > cutoff }
-        if slots.count >= maxSlots {
+        slotTableBytes = slots.keys.reduce(0) { $0 + $1.tableBytes }
+        if !fits(count: maxSlots, bytes: maxBytes) {
             let idle = slots.filter { $0.value.liveWaiter == nil }.sorted { $0.value.lastUse < $1.value.lastUse }
-            for (slot, _) in idle.prefix(slots.count - maxSlots * 9 / 10) { slots[slot] = nil }
+            for (forgotten, _) in idle where !fits(count: maxSlots * 9 / 10, bytes: maxBytes * 9 / 10) {
+                slots[forgotten] = nil
+                slotTableBytes -= forgotten.tableBytes
+            }
         }
-        return slots.count < maxSlots
+        return fits(count: maxSlots, bytes: maxBytes)
+    }
+
+    /// Remembers a new slot (after `makeRoomForSlot` said yes).
+    mutating func insertSlot(_ slot: SlotID, _ record: SlotRecord) {
+        if slots.updateValue(record, forKey: slot) == nil { slotTableBytes += slot.tableBytes }
     }
 }

@@ -48,12 +48,13 @@ extension ThumbnailPipeline {
             if let slot = request.slot {
                 let now = ContinuousClock.now
                 if state.slots[slot] == nil {
-                    guard state.makeRoomForSlot(maxSlots: configuration.maxSlots, idleSeconds: configuration.slotIdleSeconds, now: now) else {
+                    guard state.makeRoomForSlot(slot, maxSlots: configuration.maxSlots, maxBytes: configuration.maxSlotTableBytes,
+                                                idleSeconds: configuration.slotIdleSeconds, now: now) else {
                         state.metrics.overloaded += 1
                         answers.add(completion, .init(token: request.token, result: .failure(.overloaded)))
                         return request.token
                     }
-                    state.slots[slot] = .init(token: 0, liveWaiter: nil, lastUse: now)
+                    state.insertSlot(slot, .init(token: 0, liveWaiter: nil, lastUse: now))
                 }
                 let current = state.slots[slot]?.token ?? 0
                 if let asked = request.token, asked < current {
@@ -61,7 +62,7 @@ extension ThumbnailPipeline {
                     answers.add(completion, .init(token: asked, result: .failure(.superseded(currentToken: current))))
                     return asked
                 }
-                let issued = request.token ?? current + 1
+                let issued = request.token ?? SlotToken.issued(after: current)
                 token = issued
                 previousLive = state.slots[slot]?.liveWaiter
                 state.slots[slot]?.token = issued
@@ -144,7 +145,7 @@ extension ThumbnailPipeline {
 
     /// Adds `waiter` to the job for `key`, creating and queueing the job if there is none.
     /// `parks`: the waiter comes from a cell in motion (see `flingDebounceSeconds`).
-    /// False when a new job would overflow the queue.
+    /// False when a new job would overflow the queue, or the share of it `waiter`'s priority may use.
     func attach(_ waiter: Waiter, key: CacheKey, resolved: (absolutePath: String, version: AssetVersion),
                 kind: SlotKind, scale: Int, parks: Bool, in state: inout PipelineState) -> Bool {
         if var record = state.jobs[key.digest], record.job.key == key {
@@ -166,7 +167,7 @@ extension ThumbnailPipeline {
             state.jobs[key.digest] = record
             return true
         }
-        guard state.queuedJobs < configuration.maxQueuedJobs else { return false }
+        guard state.queuedJobs < configuration.queueLimit(for: waiter.priority) else { return false }
         let request = ThumbnailRequest(kind: kind, scale: scale, encoder: configuration.encoder)
         let job = RenderJob(key: key, asset: resolved.version, absolutePath: resolved.absolutePath, request: request,
                             generation: state.makeID())

@@ -1,10 +1,13 @@
 import Foundation
 
-/// A request as the API sees it: decoded path, query and lower-cased header names.
+/// A request as the transport hands it to the API: the path and query as sent, lower-cased
+/// header names. `APIRequest.parse` decodes and bounds everything.
 public struct HTTPRequest: Sendable {
     public var method: String
-    /// URL path, percent-decoded by the HTTP library.
+    /// URL path as sent, still percent-encoded: the HTTP library passes escapes through
+    /// (`CThumb_HTTPStart`), so that a `%00` reaches the API instead of cutting the C string.
     public var path: String
+    /// Query parameters as sent: `+` already a space, `%XX` escapes still in names and values.
     public var query: [String: String]
     public var headers: [String: String]
     public var body: [UInt8]

@@ -1,3 +1,4 @@
+import ThumbImaging
 import ThumbPipeline
 
 extension ThumbnailAPI {
@@ -10,7 +11,8 @@ extension ThumbnailAPI {
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")
             for (labels, value) in samples {
-                lines.append("\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value))")
+                let whole = CheckedConversion.wholeNumber(value, in: -(1 << 53)...(1 << 53))
+                lines.append("\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(whole.map(String.init) ?? String(value))")
             }
         }
         let requests = counters.withLock { $0.counts }
@@ -25,15 +27,15 @@ extension ThumbnailAPI {
         metric("thumbd_cache_misses_total", "counter", "Requests that needed a render.", [("", Double(metrics.misses))])
         metric("thumbd_negative_cache_hits_total", "counter", "Requests refused from the failed-source record.", [("", Double(metrics.negativeHits))])
         var cumulative = 0
-        var buckets: [(String, Double)] = []
+        var buckets: [(String, Int)] = []
         for (index, bound) in PipelineMetrics.renderBucketBounds.enumerated() {
             cumulative += metrics.renderSecondsBuckets[index]
-            buckets.append(("le=\"\(bound)\"", Double(cumulative)))
+            buckets.append(("le=\"\(bound)\"", cumulative))
         }
-        buckets.append(("le=\"+Inf\"", Double(metrics.renders)))
+        buckets.append(("le=\"+Inf\"", metrics.renders))
         lines.append("# HELP thumbd_render_seconds Wall time of each render.")
         lines.append("# TYPE thumbd_render_seconds histogram")
-        for (labels, value) in buckets { lines.append("thumbd_render_seconds_bucket{\(labels)} \(Int(value))") }
+        for (labels, value) in buckets { lines.append("thumbd_render_seconds_bucket{\(labels)} \(value)") }
         lines.append("thumbd_render_seconds_sum \(metrics.renderSecondsSum)")
         lines.append("thumbd_render_seconds_count \(metrics.renders)")
         metric("thumbd_queue_depth", "gauge", "Jobs waiting for a worker, by priority.",

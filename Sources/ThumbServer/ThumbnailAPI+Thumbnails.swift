@@ -4,61 +4,14 @@ import ThumbImaging
 import ThumbPipeline
 
 extension ThumbnailAPI {
-    /// GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as
-    func thumbnail(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
-        let rest = request.path.dropFirst("/v1/thumbnails/".count)
-        guard let slash = rest.firstIndex(of: "/") else {
-            return respond(.error(400, "badRequest", "expected /v1/thumbnails/{kind}/{asset path}"))
-        }
-        let kindText = String(rest[..<slash])
-        let assetPath = String(rest[rest.index(after: slash)...])
-        guard !assetPath.isEmpty else { return respond(.error(400, "badRequest", "no asset path")) }
-        let selection: SlotSelection
-        do {
-            selection = try catalog.withLock { catalog throws(SlotSpecError) in try catalog.resolve(kindText) }
-        } catch {
-            return respond(.error(400, "badKind", error.description))
-        }
-        let query = request.query
-        var scale = selection.scale ?? selection.kind.scales.first ?? 1
-        if let text = query["scale"] {
-            guard let value = Int(text), SlotSpec.supportedScales.contains(value) else {
-                return respond(.error(400, "badQuery", "scale must be 1 to 4, got '\(text)'"))
-            }
-            scale = value
-        }
-        var slot: SlotID?
-        switch (query["client"], query["slot"]) {
-        case (let client?, let id?) where !client.isEmpty && !id.isEmpty: slot = SlotID(client: client, slot: id)
-        case (nil, nil): slot = nil
-        default: return respond(.error(400, "badQuery", "client and slot go together"))
-        }
-        var token: UInt64?
-        if let text = query["token"] {
-            guard let value = UInt64(text), slot != nil else {
-                return respond(.error(400, "badQuery", "token must be a whole number, with client and slot"))
-            }
-            token = value
-        }
-        var priority = Priority.visible
-        if let text = query["priority"] {
-            switch text {
-            case "visible": priority = .visible
-            case "prefetch": priority = .prefetch
-            default: return respond(.error(400, "badQuery", "priority must be visible or prefetch"))
-            }
-        }
-        var wait = maxWaitMilliseconds
-        if let text = query["wait"] {
-            guard let value = Int(text), value >= 0 else { return respond(.error(400, "badQuery", "wait must be milliseconds >= 0")) }
-            wait = min(value, maxWaitMilliseconds)
-        }
-        let asPath = query["as"] == "path" || (request.headers["accept"]?.contains("application/json") ?? false)
-        let ifNoneMatch = request.headers["if-none-match"]
-
+    /// GET /v1/thumbnails/{kind}/{asset path}, parsed (`ThumbnailCall`): submit, then answer
+    /// with the thumbnail or, when `wait` runs out first, 504.
+    func thumbnail(_ call: ThumbnailCall, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        let asPath = call.answersWithPath
+        let ifNoneMatch = call.ifNoneMatch
+        let wait = call.waitMilliseconds
         let once = OnceResponder(respond)
-        pipeline.submit(PipelineRequest(assetPath: assetPath, kind: selection.kind, scale: scale, priority: priority,
-                                        slot: slot, token: token)) { response in
+        pipeline.submit(call.pipelineRequest) { response in
             once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch))
         }
         // The render goes on (and is cached) even when the wait runs out.

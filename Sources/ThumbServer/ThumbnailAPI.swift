@@ -36,33 +36,27 @@ public final class ThumbnailAPI: Sendable {
             counted(.error(503, "shuttingDown", "the server is shutting down", headers: [("Retry-After", "5")]))
             return
         }
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        // HEAD is GET without a body (libmicrohttpd drops the body).
-        switch (request.method == "HEAD" ? "GET" : request.method, route) {
-        case ("GET", "thumbnails"):
-            thumbnail(request, respond: counted)
-        case ("DELETE", "slots"):
-            guard segments.count == 5, !segments[3].isEmpty, !segments[4].isEmpty else {
-                return counted(.error(400, "badRequest", "expected DELETE /v1/slots/{client}/{slot}"))
-            }
-            pipeline.release(SlotID(client: segments[3], slot: segments[4]))
+        let parsed = APIRequest.parse(request, catalog: catalog.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)
+        switch parsed {
+        case .failure(let error):
+            counted(error.response)
+        case .success(.thumbnail(let call)):
+            thumbnail(call, respond: counted)
+        case .success(.releaseSlot(let slot)):
+            pipeline.release(slot)
             counted(HTTPResponse(status: 204))
-        case ("POST", "prefetch"):
-            counted(prefetch(request))
-        case ("DELETE", "prefetch") where segments.count == 4:
-            let withdrawn = pipeline.cancelGroup(segments[3])
-            counted(.json(200, ["id": segments[3], "cancelled": withdrawn]))
-        case ("GET", "kinds"):
+        case .success(.prefetch(let call)):
+            counted(prefetch(call))
+        case .success(.cancelPrefetch(let id)):
+            let withdrawn = pipeline.cancelGroup(id)
+            counted(.json(200, ["id": id, "cancelled": withdrawn]))
+        case .success(.kinds):
             counted(kinds())
-        case ("GET", "healthz"):
+        case .success(.health):
             counted(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
                           ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
-        case ("GET", "metrics"):
+        case .success(.metrics):
             counted(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
-        case (_, "other"):
-            counted(.error(404, "notFound", "no route for \(request.path)"))
-        default:
-            counted(.error(405, "methodNotAllowed", "\(request.method) is not allowed on \(request.path)"))
         }
     }
 
@@ -97,28 +91,14 @@ public final class ThumbnailAPI: Sendable {
         return .json(200, ["kinds": list])
     }
 
-    func prefetch(_ request: HTTPRequest) -> HTTPResponse {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-              let assets = object["assets"] as? [String], let kindNames = object["kinds"] as? [String], !assets.isEmpty, !kindNames.isEmpty else {
-            return .error(400, "badRequest", #"body must be JSON {"assets": ["path", …], "kinds": ["kind", …], "scale": N?}"#)
-        }
-        guard assets.count * kindNames.count <= 10_000 else { return .error(413, "tooMany", "at most 10000 thumbnails per prefetch") }
-        let scale = object["scale"] as? Int
-        let catalog = catalog.withLock { $0 }
-        var selections: [(SlotKind, [Int])] = []
-        for name in kindNames {
-            do {
-                let selection = try catalog.resolve(name)
-                selections.append((selection.kind, scale.map { [$0] } ?? selection.scales))
-            } catch {
-                return .error(400, "badKind", error.description)
-            }
-        }
+    /// Queues a parsed prefetch at prefetch priority; what the queue refuses (full, or the share
+    /// kept for visible requests taken) is left out of `queued`.
+    func prefetch(_ call: PrefetchCall) -> HTTPResponse {
         let id = UUID().uuidString.lowercased()
         var queued = 0
-        for asset in assets {
-            for (kind, scales) in selections {
-                for scale in scales where pipeline.prerender(assetPath: asset, kind: kind, scale: scale, priority: .prefetch, group: id) {
+        for asset in call.assets {
+            for work in call.work {
+                for scale in work.scales where pipeline.prerender(assetPath: asset, kind: work.kind, scale: scale, priority: .prefetch, group: id) {
                     queued += 1
                 }
             }

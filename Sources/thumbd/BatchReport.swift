@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbImaging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,7 @@ final class ProgressReporter {
         let rate = summary.imagesPerSecond
         var text = "\(done)\(expected.map { "/\($0)" } ?? "") thumbnails, \(String(format: "%.1f", rate)) img/s, \(summary.failures.count) failed"
         if let expected, rate > 0, expected > done {
-            text += ", ETA \(Int(Double(expected - done) / rate))s"
+            text += ", ETA \(CheckedConversion.clampedInteger(Double(expected - done) / rate, to: 0...Int(Int32.max)))s"
         }
         if interactive {
             var bar = ""
@@ -43,7 +44,11 @@ final class ProgressReporter {
 /// The summary at the end of a batch: text, or JSON with `--json`.
 enum BatchReport {
     static func print(_ summary: BatchRunner.Summary, json: Bool) {
-        for failure in summary.failures { Console.error("thumbd: \(failure.asset) [\(failure.kind)]: \(failure.reason)") }
+        // Asset names and reasons come from job files and queues: each line stays short.
+        for failure in summary.failures {
+            Console.error("thumbd: \(DisplayText.truncated(failure.asset)) [\(DisplayText.truncated(failure.kind, maxBytes: 60))]: "
+                          + DisplayText.truncated(failure.reason, maxBytes: 400))
+        }
         if json {
             let object: [String: Any] = [
                 "rendered": summary.rendered, "upToDate": summary.upToDate, "failed": summary.failures.count,

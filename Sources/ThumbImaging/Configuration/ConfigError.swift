@@ -17,33 +17,6 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A parsed JSON value: Foundation's JSONSerialization blurs booleans and numbers on Linux,
-/// JSONDecoder does not.
-enum JSONValue: Decodable, Equatable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else if let text = try? container.decode(String.self) { self = .string(text) }
-        else if let items = try? container.decode([JSONValue].self) { self = .array(items) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-
-    static func parse(_ data: Data, file: String) throws(ConfigError) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw ConfigError(file: file, key: "", reason: "not valid JSON: \(detail ?? context.debugDescription)")
-        } catch {
-            throw ConfigError(file: file, key: "", reason: "not valid JSON: \(error)")
-        }
-    }
-}
-
 /// Typed, path-aware access to one JSON object, so every error names its key.
 struct JSONFields {
     let object: [String: JSONValue]
@@ -61,8 +34,9 @@ struct JSONFields {
 
     func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
+    /// An error about `key` of this object; an empty `key` names the object itself.
     func fail(_ key: String, _ reason: String) -> ConfigError {
-        ConfigError(file: file, key: keyPath(key), reason: reason)
+        ConfigError(file: file, key: key.isEmpty ? path : keyPath(DisplayText.truncated(key, maxBytes: 100)), reason: reason)
     }
 
     /// Refuses keys this object does not know: a typo must not be silently ignored.
@@ -78,24 +52,36 @@ struct JSONFields {
         return number
     }
 
-    func positiveNumber(_ key: String) throws(ConfigError) -> Double? {
+    /// A number in `range` (`unit` names what it counts, for the message).
+    func number(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ConfigError) -> Double? {
         guard let value = try number(key) else { return nil }
-        guard value > 0 else { throw fail(key, "must be greater than 0") }
+        guard range.contains(value) else {
+            throw fail(key, "must be a number of \(unit) from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)), "
+                       + "got \(Self.format(value))")
+        }
         return value
     }
 
-    func nonNegativeNumber(_ key: String) throws(ConfigError) -> Double? {
+    /// A number above 0 and at most `maximum`.
+    func positiveNumber(_ key: String, atMost maximum: Double, unit: String) throws(ConfigError) -> Double? {
         guard let value = try number(key) else { return nil }
-        guard value >= 0 else { throw fail(key, "must not be negative") }
+        guard value > 0 && value <= maximum else {
+            throw fail(key, "must be a number of \(unit) more than 0 and at most \(Self.format(maximum)), got \(Self.format(value))")
+        }
         return value
     }
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int? {
         guard let value = try number(key) else { return nil }
-        guard value == value.rounded(), value >= Double(range.lowerBound), value <= Double(range.upperBound) else {
-            throw fail(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        guard let whole = CheckedConversion.wholeNumber(value, in: range) else {
+            throw fail(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(Self.format(value))")
         }
-        return Int(value)
+        return whole
+    }
+
+    /// A number for a message: whole numbers without a fraction, others as Swift prints them.
+    static func format(_ value: Double) -> String {
+        CheckedConversion.wholeNumber(value, in: -(1 << 53)...(1 << 53)).map(String.init) ?? "\(value)"
     }
 
     func bool(_ key: String) throws(ConfigError) -> Bool? {

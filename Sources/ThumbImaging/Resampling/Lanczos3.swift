@@ -29,12 +29,13 @@ enum Lanczos3 {
         let filterScale = max(scale, 1)
         let support = 3 * filterScale
         var taps = Taps()
-        taps.maxTaps = Int(ceil(support)) * 2 + 1
+        // No more taps than the source has pixels: clamping keeps a degenerate scale from trapping.
+        taps.maxTaps = CheckedConversion.clampedInteger(support, rounding: .up, to: 0...(sourceSize + 1)) * 2 + 1
         taps.weights = [Float](repeating: 0, count: taps.maxTaps * outputSize)
         for index in 0..<outputSize {
             let centre = start + (Double(index) + 0.5) * scale
-            let low = max(0, Int(floor(centre - support + 0.5)))
-            let high = min(sourceSize, Int(floor(centre + support + 0.5)))
+            let low = CheckedConversion.clampedInteger(centre - support + 0.5, rounding: .down, to: 0...sourceSize)
+            let high = CheckedConversion.clampedInteger(centre + support + 0.5, rounding: .down, to: 0...sourceSize)
             var weights = [Double]()
             var total = 0.0
             for source in low..<max(low, high) {

@@ -21,7 +21,7 @@ public struct SlotKind: Sendable, Equatable {
     public var widthPoints: Double
     /// Slot height, points.
     public var heightPoints: Double
-    /// Display scales (1, 2, 3) the kind is rendered at.
+    /// Display scales (1 to 4, see `DisplayScale`) the kind is rendered at.
     public var scales: [Int]
     public var mode: ContentMode
     public var mask: Mask
@@ -43,9 +43,20 @@ public struct SlotKind: Sendable, Equatable {
         self.pregenerate = pregenerate
     }
 
-    /// The slot's size in pixels at `scale`.
+    /// The slot's size in pixels at `scale`, or nil when it breaks `SlotBounds` (a side not
+    /// finite, or over `SlotBounds.maxPixelsPerSide`). Every door checks this before a kind is used.
+    public func checkedPixelSize(scale: Int) -> PixelSize? {
+        PixelSize(widthPoints: widthPoints, heightPoints: heightPoints, scale: scale)
+    }
+
+    /// The slot's size in pixels at `scale`. Kinds are checked at the door (`SlotSpec.validate`),
+    /// where this is exact; for a kind built in code that skipped it, each side is clamped to
+    /// 1 ... `SlotBounds.maxPixelsPerSide` rather than trap.
     public func pixelSize(scale: Int) -> (width: Int, height: Int) {
-        (max(1, Int((widthPoints * Double(scale)).rounded())), max(1, Int((heightPoints * Double(scale)).rounded())))
+        if let size = checkedPixelSize(scale: scale) { return (size.width, size.height) }
+        let sides = 1...SlotBounds.maxPixelsPerSide
+        return (CheckedConversion.clampedInteger(widthPoints * Double(scale), to: sides),
+                CheckedConversion.clampedInteger(heightPoints * Double(scale), to: sides))
     }
 }
 

@@ -12,7 +12,9 @@ public struct ThumbnailGeometry: Sendable, Equatable {
     public var cropHeight: Double
 
     /// Sizes a source of `sourceWidth` × `sourceHeight` pixels for a slot of
-    /// `slotWidth` × `slotHeight` pixels.
+    /// `slotWidth` × `slotHeight` pixels. No output side exceeds the slot's (a fill that keeps
+    /// the slot's aspect ratio is at most the slot), so the arithmetic cannot leave the bounds
+    /// the slot was checked against.
     public init(sourceWidth: Int, sourceHeight: Int, slotWidth: Int, slotHeight: Int,
                 mode: SlotKind.ContentMode, upscale: Bool) {
         let sw = Double(sourceWidth), sh = Double(sourceHeight)
@@ -21,8 +23,8 @@ public struct ThumbnailGeometry: Sendable, Equatable {
         case .fit:
             var scale = min(tw / sw, th / sh)
             if !upscale { scale = min(scale, 1) }
-            outputWidth = max(1, min(slotWidth, Int((sw * scale).rounded())))
-            outputHeight = max(1, min(slotHeight, Int((sh * scale).rounded())))
+            outputWidth = CheckedConversion.clampedInteger(sw * scale, to: 1...max(1, slotWidth))
+            outputHeight = CheckedConversion.clampedInteger(sh * scale, to: 1...max(1, slotHeight))
             (cropX, cropY, cropWidth, cropHeight) = (0, 0, sw, sh)
         case .fill:
             var scale = max(tw / sw, th / sh)
@@ -34,8 +36,8 @@ public struct ThumbnailGeometry: Sendable, Equatable {
                 height = th * shrink
                 scale = 1
             }
-            outputWidth = max(1, Int(width.rounded()))
-            outputHeight = max(1, Int(height.rounded()))
+            outputWidth = CheckedConversion.clampedInteger(width, to: 1...max(1, slotWidth))
+            outputHeight = CheckedConversion.clampedInteger(height, to: 1...max(1, slotHeight))
             cropWidth = min(sw, Double(outputWidth) / scale)
             cropHeight = min(sh, Double(outputHeight) / scale)
             cropX = (sw - cropWidth) / 2

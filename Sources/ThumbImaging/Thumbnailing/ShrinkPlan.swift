@@ -25,6 +25,7 @@ public struct ShrinkPlan: Sendable, Equatable {
             }
         }
         dctDenominator = denominator
-        boxFactor = max(1, Int((reduction / Double(denominator) / tuning.boxMargin).rounded(.down)))
+        boxFactor = CheckedConversion.clampedInteger(reduction / Double(denominator) / tuning.boxMargin, rounding: .down,
+                                                     to: 1...Int(Int32.max))
     }
 }

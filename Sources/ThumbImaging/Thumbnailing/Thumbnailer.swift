@@ -84,6 +84,9 @@ public struct Thumbnailer: Sendable {
     func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest],
                    isCancelled: CancellationCheck?) throws(ImagingError) -> [RenderedImage] {
         guard !requests.isEmpty else { return [] }
+        for request in requests {
+            try limits.checkOutput(request.kind.checkedPixelSize(scale: request.scale), scale: request.scale)
+        }
         guard source.count <= limits.maxFileBytes else {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }

@@ -22,6 +22,9 @@ public struct SlotID: Hashable, Sendable, CustomStringConvertible {
 
 /// A request for one thumbnail.
 public struct PipelineRequest: Sendable {
+    /// Longest asset path any door accepts, bytes (Linux's PATH_MAX).
+    public static let maxAssetPathBytes = 4096
+
     /// Path relative to the asset root.
     public var assetPath: String
     public var kind: SlotKind

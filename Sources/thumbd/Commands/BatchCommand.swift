@@ -66,18 +66,7 @@ struct BatchCommand: ThumbdCommand {
 
     /// "large,48x48@3x,fill,circle" → ["large", "48x48@3x,fill,circle"]: an inline spec's
     /// options stay with their spec.
-    static func splitKinds(_ text: String) -> [String] {
-        var kinds: [String] = []
-        for piece in text.split(separator: ",").map(String.init) {
-            let isOption = ["fill", "fit", "circle", "upscale"].contains(piece) || piece.hasPrefix("radius=")
-            if isOption, let last = kinds.last, last.first?.isNumber == true {
-                kinds[kinds.count - 1] = last + "," + piece
-            } else {
-                kinds.append(piece)
-            }
-        }
-        return kinds
-    }
+    static func splitKinds(_ text: String) -> [String] { BatchJob.splitKinds(text) }
 
     func run() -> ExitCode {
         let config: ThumbConfig
@@ -171,9 +160,12 @@ struct BatchCommand: ThumbdCommand {
                 Console.error("thumbd batch: cannot use spool \(spool): \(error)")
                 return .cannotCreate
             }
-            let recovered = folder.recoverAbandonedClaims()
-            if recovered > 0 { Console.error("thumbd batch: took up \(recovered) job(s) claimed by a process that died") }
+            let recovery = folder.recoverClaims()
+            if recovery.recovered > 0 { Console.error("thumbd batch: took up \(recovery.recovered) job(s) claimed by a process that died") }
             summary = folder.drain(with: runner)
+            for name in recovery.gaveUp {
+                malformed.append(BatchRunner.Failure(asset: name, kind: "-", reason: "\(SpoolFolder.diedReason) too often: moved to failed/"))
+            }
         } else if let jobsFile {
             let lines: [Substring]
             do {

@@ -45,6 +45,6 @@ struct SlotsCommand: ThumbdCommand {
     }
 
     private func formatted(_ points: Double) -> String {
-        points == points.rounded() ? String(Int(points)) : String(points)
+        CheckedConversion.wholeNumber(points, in: 0...SlotBounds.maxSidePoints).map(String.init) ?? String(points)
     }
 }

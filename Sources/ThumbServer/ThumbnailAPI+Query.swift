@@ -1,0 +1,99 @@
+import ThumbImaging
+import ThumbPipeline
+
+/// `GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as`, parsed:
+/// every value within its range.
+public struct ThumbnailCall: Sendable {
+    public var assetPath: String
+    public var kind: SlotKind
+    public var scale: Int
+    public var slot: SlotID?
+    public var token: UInt64?
+    public var priority: Priority
+    /// How long the request waits for a render, already capped at the server's maximum.
+    public var waitMilliseconds: Int
+    /// `as=path` or `Accept: application/json`: answer with the cached file's path, not its bytes.
+    public var answersWithPath: Bool
+    public var ifNoneMatch: String?
+
+    public var pipelineRequest: PipelineRequest {
+        PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token)
+    }
+
+    static func parse(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
+        let rest = request.path.dropFirst("/v1/thumbnails/".count)
+        guard let slash = rest.firstIndex(of: "/") else { throw .badRequest("expected /v1/thumbnails/{kind}/{asset path}") }
+        let kindText = try PercentDecoding.decode(rest[..<slash], field: "the kind")
+        let assetPath = try PercentDecoding.decode(rest[rest.index(after: slash)...], field: "the asset path")
+        guard !assetPath.isEmpty else { throw .badRequest("no asset path") }
+        guard assetPath.utf8.count <= PipelineRequest.maxAssetPathBytes else {
+            throw .badRequest("an asset path is at most \(PipelineRequest.maxAssetPathBytes) bytes, this one \(assetPath.utf8.count)")
+        }
+        let query = try PercentDecoding.decode(query: request.query)
+        var scale: DisplayScale?
+        if let text = query["scale"] {
+            guard let value = DisplayScale(text: text) else {
+                throw .badQuery("scale must be \(DisplayScale.rangeDescription), got '\(DisplayText.truncated(text, maxBytes: 40))'")
+            }
+            scale = value
+        }
+        let selection: SlotSelection
+        do {
+            selection = try catalog.resolve(kindText, scale: scale)
+        } catch {
+            throw APIError(400, "badKind", error.description)
+        }
+        var slot: SlotID?
+        switch (query["client"], query["slot"]) {
+        case (let client?, let id?) where !client.isEmpty && !id.isEmpty: slot = try slotID(client: client, slot: id)
+        case (nil, nil): slot = nil
+        default: throw .badQuery("client and slot go together")
+        }
+        var token: UInt64?
+        if let text = query["token"] {
+            guard slot != nil, let value = wholeNumber(text), SlotToken.range.contains(value) else {
+                throw .badQuery("token must be a whole number from \(SlotToken.range.lowerBound) to \(SlotToken.range.upperBound), "
+                                + "with client and slot")
+            }
+            token = value
+        }
+        var priority = Priority.visible
+        if let text = query["priority"] {
+            switch text {
+            case "visible": priority = .visible
+            case "prefetch": priority = .prefetch
+            default: throw .badQuery("priority must be visible or prefetch")
+            }
+        }
+        var wait = maxWaitMilliseconds
+        if let text = query["wait"] {
+            guard let value = wholeNumber(text) else {
+                throw .badQuery("wait must be a whole number of milliseconds from 0 (longer waits are cut to \(maxWaitMilliseconds))")
+            }
+            wait = value < UInt64(maxWaitMilliseconds) ? Int(value) : maxWaitMilliseconds
+        }
+        return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: selection.scale ?? selection.kind.scales.first ?? 1,
+                             slot: slot, token: token, priority: priority, waitMilliseconds: wait,
+                             answersWithPath: query["as"] == "path" || (request.headers["accept"]?.contains("application/json") ?? false),
+                             ifNoneMatch: request.headers["if-none-match"])
+    }
+
+    /// A client name and slot id, already decoded (so UTF-8 without NUL): each 1 to
+    /// `SlotID.maxPartBytes` bytes.
+    static func slotID(client: String, slot: String) throws(APIError) -> SlotID {
+        for (field, value) in [("client", client), ("slot", slot)] {
+            guard (1...SlotID.maxPartBytes).contains(value.utf8.count) else {
+                throw .badQuery("\(field) must be 1 to \(SlotID.maxPartBytes) bytes, this one is \(value.utf8.count)")
+            }
+        }
+        return SlotID(client: client, slot: slot)
+    }
+
+    /// Decimal digits only (no sign, no spaces); nil for anything else. Past 19 digits the value
+    /// saturates at `UInt64.max`, so a long run of digits is "too large", not "not a number".
+    static func wholeNumber(_ text: String) -> UInt64? {
+        let utf8 = text.utf8
+        guard !utf8.isEmpty, utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return UInt64(text) ?? .max
+    }
+}

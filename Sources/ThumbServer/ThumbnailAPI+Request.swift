@@ -1,0 +1,134 @@
+import ThumbImaging
+import ThumbPipeline
+
+/// A refused request: the HTTP status, a stable error code and a message naming the field and
+/// the range. Messages never carry more than a short prefix of what the client sent.
+public struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var code: String
+    public var message: String
+
+    public init(_ status: Int, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    static func badRequest(_ message: String) -> APIError { APIError(400, "badRequest", message) }
+    static func badQuery(_ message: String) -> APIError { APIError(400, "badQuery", message) }
+
+    public var response: HTTPResponse { .error(status, code, message) }
+    public var description: String { "\(status) \(code): \(message)" }
+}
+
+/// One API call, parsed and bounded at the door: `ThumbnailAPI.handle` acts on nothing else.
+public enum APIRequest: Sendable {
+    case thumbnail(ThumbnailCall)
+    case releaseSlot(SlotID)
+    case prefetch(PrefetchCall)
+    case cancelPrefetch(id: String)
+    case kinds
+    case health
+    case metrics
+
+    /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
+    public static let maxPrefetchIDBytes = 256
+
+    /// Turns an HTTP request into an API call, or the refusal to answer. A pure function of its
+    /// arguments (no socket, no pipeline, no clock): the HTTP fuzz target drives it directly.
+    /// `request.path` and the query are as sent (percent-encoded): they are decoded here, so
+    /// that a `%00` is refused instead of cutting a C string short.
+    public static func parse(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
+        do {
+            return .success(try parseThrowing(request, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func parseThrowing(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) throws(APIError) -> APIRequest {
+        let route = ThumbnailAPI.route(of: request)
+        // HEAD is GET without a body (libmicrohttpd drops the body).
+        let method = request.method == "HEAD" ? "GET" : request.method
+        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false)
+        switch (method, route) {
+        case ("GET", "thumbnails"):
+            return .thumbnail(try ThumbnailCall.parse(request, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds))
+        case ("DELETE", "slots"):
+            guard segments.count == 5, !segments[3].isEmpty, !segments[4].isEmpty else {
+                throw .badRequest("expected DELETE /v1/slots/{client}/{slot}")
+            }
+            return .releaseSlot(try ThumbnailCall.slotID(client: PercentDecoding.decode(segments[3], field: "client"),
+                                                         slot: PercentDecoding.decode(segments[4], field: "slot")))
+        case ("POST", "prefetch"):
+            guard request.path == "/v1/prefetch" else { throw .badRequest("expected POST /v1/prefetch") }
+            return .prefetch(try PrefetchCall.parse(body: request.body, catalog: catalog))
+        case ("DELETE", "prefetch"):
+            guard segments.count == 4, !segments[3].isEmpty else {
+                throw .badRequest("expected DELETE /v1/prefetch/{id} (the id a POST /v1/prefetch answered)")
+            }
+            let id = try PercentDecoding.decode(segments[3], field: "prefetch id")
+            guard id.utf8.count <= maxPrefetchIDBytes else {
+                throw .badRequest("a prefetch id is at most \(maxPrefetchIDBytes) bytes, this one \(id.utf8.count)")
+            }
+            return .cancelPrefetch(id: id)
+        case ("GET", "kinds"): return .kinds
+        case ("GET", "healthz"): return .health
+        case ("GET", "metrics"): return .metrics
+        case (_, "other"):
+            throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")
+        default:
+            throw APIError(405, "methodNotAllowed",
+                           "\(DisplayText.truncated(request.method, maxBytes: 20)) is not allowed on \(DisplayText.truncated(request.path))")
+        }
+    }
+}
+
+/// Percent-decoding of paths and query parts, done by the API rather than the HTTP library.
+enum PercentDecoding {
+    /// Decodes `%XX` escapes; a `%` not followed by two hex digits stays as it is (as
+    /// libmicrohttpd's own decoder did). The result must be UTF-8 without NUL bytes.
+    static func decode(_ raw: some StringProtocol, field: String) throws(APIError) -> String {
+        let utf8 = Array(raw.utf8)
+        guard utf8.contains(UInt8(ascii: "%")) else {
+            guard !utf8.contains(0) else { throw .badRequest("\(field) contains a NUL byte") }
+            return String(raw)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
+               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        guard !bytes.contains(0) else { throw .badRequest("\(field) contains a NUL byte (%00)") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .badRequest("\(field) is not UTF-8 text") }
+        return text
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// The query with names and values decoded; a name given twice (once escaped) is refused.
+    static func decode(query: [String: String]) throws(APIError) -> [String: String] {
+        var decoded: [String: String] = [:]
+        for (rawName, rawValue) in query {
+            let name = try decode(rawName, field: "a query parameter name")
+            guard decoded[name] == nil else { throw .badQuery("'\(DisplayText.truncated(name, maxBytes: 40))' is given twice") }
+            decoded[name] = try decode(rawValue, field: "query parameter '\(DisplayText.truncated(name, maxBytes: 40))'")
+        }
+        return decoded
+    }
+}
