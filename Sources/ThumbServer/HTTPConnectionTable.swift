@@ -25,16 +25,24 @@ public struct HTTPRequestDeadline: Sendable, Equatable {
         self.crowdedFraction = crowdedFraction
     }
 
-    var nanoseconds: UInt64 { UInt64(max(0, min(seconds, 86_400)) * 1e9) }
-    var crowdedNanoseconds: UInt64 { UInt64(max(0, min(crowdedSeconds, 86_400)) * 1e9) }
+    var nanoseconds: UInt64 { Self.nanoseconds(seconds) }
+    var crowdedNanoseconds: UInt64 { Self.nanoseconds(crowdedSeconds) }
+
+    /// Whole nanoseconds of 0 to 86,400 s (NaN and negatives: 0).
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return UInt64(min(seconds, 86_400) * 1e9)
+    }
 }
 
 /// Counters of every HTTP server of this process, for /metrics.
 public final class HTTPTransportMetrics: Sendable {
     public static let process = HTTPTransportMetrics()
 
-    /// Connections closed because their request was not whole by the deadline.
+    /// Connections closed because their request was not whole by the deadline...
     public let slowClientsCut = Atomic<Int>(0)
+    /// ...or by the shorter deadline of a crowded listener.
+    public let slowClientsCutWhileCrowded = Atomic<Int>(0)
     /// Connections open now, on every listener.
     public let openConnections = Atomic<Int>(0)
 }
@@ -97,8 +105,8 @@ final class HTTPConnectionTable: Sendable {
     }
 
     /// Shuts down every connection whose request is late; libmicrohttpd then sees the end of
-    /// the stream and closes it. Returns how many were cut.
-    func cutLateConnections(now: UInt64) -> Int {
+    /// the stream and closes it. Returns how many were cut, and whether the listener was crowded.
+    func cutLateConnections(now: UInt64) -> (cut: Int, crowded: Bool) {
         records.withLock { records in
             let crowded = Double(records.count) >= Double(connectionLimit) * deadline.crowdedFraction
             let allowance = crowded ? deadline.crowdedNanoseconds : deadline.nanoseconds
@@ -111,7 +119,7 @@ final class HTTPConnectionTable: Sendable {
                 record.cut.store(true, ordering: .relaxed)
                 cut += 1
             }
-            return cut
+            return (cut, crowded)
         }
     }
 }

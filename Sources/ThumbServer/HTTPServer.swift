@@ -82,7 +82,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Waits until every request received before `quiesce` has been answered and sent, or
     /// `seconds` pass; then briefly lets the 503s of late arrivals go out.
     public func drain(seconds: Double) {
-        let deadline = ContinuousClock.now + .seconds(max(0, min(seconds, 3600)))
+        let deadline = ContinuousClock.now + .nanoseconds(HTTPRequestDeadline.nanoseconds(min(seconds, 3600)))
         while activeExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline { usleep(5_000) }
         let grace = min(deadline, ContinuousClock.now + .milliseconds(250))
         while lateExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < grace { usleep(5_000) }
@@ -105,8 +105,15 @@ public final class HTTPServer: @unchecked Sendable {
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
         timer.setEventHandler { [tables] in
             let now = HTTPConnectionTable.now()
-            let cut = tables.reduce(0) { $0 + $1.cutLateConnections(now: now) }
-            if cut > 0 { HTTPTransportMetrics.process.slowClientsCut.add(cut, ordering: .relaxed) }
+            for table in tables {
+                let (cut, crowded) = table.cutLateConnections(now: now)
+                guard cut > 0 else { continue }
+                if crowded {
+                    HTTPTransportMetrics.process.slowClientsCutWhileCrowded.add(cut, ordering: .relaxed)
+                } else {
+                    HTTPTransportMetrics.process.slowClientsCut.add(cut, ordering: .relaxed)
+                }
+            }
         }
         timer.resume()
         sweepTimer = timer
