@@ -31,6 +31,8 @@ let package = Package(
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbServerTests", dependencies: ["ThumbServer", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
+        // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).
+        .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
     ],
     swiftLanguageModes: [.v6]
 )

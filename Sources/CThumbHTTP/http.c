@@ -11,19 +11,28 @@ static size_t CThumb_KeepEscapes(void *context, struct MHD_Connection *connectio
     return strlen(text);
 }
 
-struct MHD_Daemon *CThumb_HTTPStart(int listenDescriptor, unsigned int threads, unsigned int connectionLimit,
-                                    size_t connectionMemoryBytes, unsigned int timeoutSeconds,
-                                    MHD_AccessHandlerCallback handler, void *handlerContext,
-                                    MHD_RequestCompletedCallback completed, void *completedContext) {
+struct MHD_Daemon *CThumb_HTTPStart(const struct CThumb_HTTPSettings *settings) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     // port 0 and no default handler for other paths: every request goes to `handler`.
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handlerContext,
-                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listenDescriptor,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads,
-                            MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connectionMemoryBytes,
-                            MHD_OPTION_CONNECTION_TIMEOUT, timeoutSeconds,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, completedContext,
+    return MHD_start_daemon(flags, 0, NULL, NULL, settings->handler, settings->handlerContext,
+                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)settings->listenDescriptor,
+                            MHD_OPTION_THREAD_POOL_SIZE, settings->threads,
+                            MHD_OPTION_CONNECTION_LIMIT, settings->connectionLimit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings->connectionsPerAddress,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings->connectionMemoryBytes,
+                            MHD_OPTION_CONNECTION_TIMEOUT, settings->idleTimeoutSeconds,
+                            MHD_OPTION_NOTIFY_COMPLETED, settings->completed, settings->completedContext,
+                            MHD_OPTION_NOTIFY_CONNECTION, settings->connectionEvents, settings->connectionEventsContext,
                             MHD_OPTION_UNESCAPE_CALLBACK, CThumb_KeepEscapes, NULL,
                             MHD_OPTION_END);
+}
+
+int CThumb_HTTPConnectionDescriptor(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
+
+void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }

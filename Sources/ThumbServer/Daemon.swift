@@ -110,7 +110,7 @@ public final class Daemon {
         mainLoop(signals: &signals, api: api, pipeline: pipeline)
 
         notifier.notify("STOPPING=1\nSTATUS=stopping")
-        Log.notice("stopping: no new connections; queued requests answered 503, running renders finish")
+        Log.notice("stopping: new and queued requests answered 503, running renders finish")
         api.beginShutdown()
         server.quiesce()
         spool?.stop()

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import CThumbHTTP
+import Dispatch
 import Synchronization
 import ThumbPipeline
 #if canImport(Glibc)
@@ -12,42 +13,110 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, _ respond: @escaping @Sen
 /// HTTP/1.1 over listening sockets we bound (or systemd passed), served by libmicrohttpd: it
 /// parses, keeps connections alive, bounds request size and connection count, and suspends a
 /// connection while its thumbnail renders, so no HTTP thread ever waits on a decode.
+///
+/// Under load: a request must be whole within `HTTPRequestDeadline` of its connection being ready
+/// for it (a sweep cuts the late ones), one TCP peer may hold a share of the connections only,
+/// and while stopping new requests are answered 503 instead of finding a closed socket.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked: `daemons` is written in init and by stop() (once, from the main thread).
+    // @unchecked: `daemons`, `tables` and `sweepTimer` are written in init and by stop() (once,
+    // from the main thread).
     private var daemons: [OpaquePointer] = []
+    private var tables: [HTTPConnectionTable] = []
+    private var sweepTimer: (any DispatchSourceTimer)?
+    private let sweepQueue = DispatchQueue(label: "thumbd.http.request-deadline")
     let handler: HTTPHandler
     /// Largest request body, bytes (only POST /v1/prefetch has one).
     let maxBodyBytes = 1 << 20
-    /// Requests received and not yet fully answered.
+    /// Silence libmicrohttpd allows on a connection (a slow reader of a large answer); every byte
+    /// restarts it, so it is no bound on a request: the request deadline is.
+    static let idleTimeoutSeconds: UInt32 = 60
+    static let sweepIntervalMilliseconds = 250
+    /// What a request that arrives while stopping is told: the service manager restarts us in about this.
+    static let retryAfterSeconds = 5
+    /// Descriptors kept free for everything else (cache files, index, watcher, render inputs).
+    static let reservedDescriptors = 256
+    /// Requests received before stopping began and not yet fully answered: `drain` waits for these.
     private let activeExchanges = Atomic<Int>(0)
+    /// Requests that arrived while stopping (each answered 503 at once).
+    private let lateExchanges = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
 
-    public init(listeners: [Listener], threadsPerListener: Int, maxConnections: Int, handler: @escaping HTTPHandler) throws(SystemError) {
+    /// `maxConnections` per listener; `connectionsPerPeer` on TCP listeners (nil: a quarter of
+    /// `maxConnections`). A Unix socket has no peer address: there the request deadline, which
+    /// shortens while a listener is crowded, keeps room for new clients.
+    public init(listeners: [Listener], threadsPerListener: Int, maxConnections: Int, connectionsPerPeer: Int? = nil,
+                requestDeadline: HTTPRequestDeadline = HTTPRequestDeadline(),
+                handler: @escaping HTTPHandler) throws(SystemError) {
         self.handler = handler
+        let limit = max(1, maxConnections)
+        let perPeer = max(1, connectionsPerPeer ?? limit / 4)
+        Self.makeRoomForDescriptors(connections: listeners.count.multipliedReportingOverflow(by: limit).partialValue)
         let context = Unmanaged.passUnretained(self).toOpaque()
         for listener in listeners {
-            guard let daemon = CThumb_HTTPStart(listener.descriptor, UInt32(threadsPerListener), UInt32(maxConnections),
-                                                64 << 10, 60, httpAccessHandler, context, httpCompletedHandler, context) else {
+            let table = HTTPConnectionTable(connectionLimit: limit, deadline: requestDeadline)
+            tables.append(table)
+            var settings = CThumb_HTTPSettings(
+                listenDescriptor: listener.descriptor, threads: UInt32(clamping: max(1, threadsPerListener)),
+                connectionLimit: UInt32(clamping: limit),
+                connectionsPerAddress: Self.isInternet(listener.descriptor) ? UInt32(clamping: perPeer) : 0,
+                connectionMemoryBytes: 64 << 10, idleTimeoutSeconds: Self.idleTimeoutSeconds,
+                handler: httpAccessHandler, handlerContext: context, completed: httpCompletedHandler, completedContext: context,
+                connectionEvents: httpConnectionEvents, connectionEventsContext: Unmanaged.passUnretained(table).toOpaque())
+            guard let daemon = CThumb_HTTPStart(&settings) else {
+                let code = errno == 0 ? EINVAL : errno
                 stop()
-                throw SystemError(operation: "start HTTP on \(listener.description)", errno: errno == 0 ? EINVAL : errno)
+                throw SystemError(operation: "start HTTP on \(listener.description)", errno: code)
             }
             daemons.append(daemon)
         }
+        startSweeping()
     }
 
-    /// Stops accepting new connections (open ones are still served).
+    /// Stops taking work, not connections: a closed socket would look like a crash to clients.
+    /// Every request that arrives from now on is answered 503 with Retry-After and
+    /// `Connection: close`; requests received before are answered as usual.
     public func quiesce() {
-        for daemon in daemons { _ = MHD_quiesce_daemon(daemon) }
+        stopping.store(true, ordering: .relaxed)
     }
 
-    /// Waits until every request received so far has been answered and sent, or `seconds` pass.
+    /// Waits until every request received before `quiesce` has been answered and sent, or
+    /// `seconds` pass; then briefly lets the 503s of late arrivals go out.
     public func drain(seconds: Double) {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        let deadline = ContinuousClock.now + .nanoseconds(HTTPRequestDeadline.nanoseconds(min(seconds, 3600)))
         while activeExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline { usleep(5_000) }
+        let grace = min(deadline, ContinuousClock.now + .milliseconds(250))
+        while lateExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < grace { usleep(5_000) }
     }
 
     public func stop() {
+        sweepTimer?.cancel()
+        sweepQueue.sync {} // a sweep under way finishes before the connections go
+        sweepTimer = nil
         for daemon in daemons { MHD_stop_daemon(daemon) }
         daemons = []
+    }
+
+    /// Open connections on every listener of this server.
+    public var openConnections: Int { tables.reduce(0) { $0 + $1.count } }
+
+    private func startSweeping() {
+        let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
+        let interval = DispatchTimeInterval.milliseconds(Self.sweepIntervalMilliseconds)
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
+        timer.setEventHandler { [tables] in
+            let now = HTTPConnectionTable.now()
+            for table in tables {
+                let (cut, crowded) = table.cutLateConnections(now: now)
+                guard cut > 0 else { continue }
+                if crowded {
+                    HTTPTransportMetrics.process.slowClientsCutWhileCrowded.add(cut, ordering: .relaxed)
+                } else {
+                    HTTPTransportMetrics.process.slowClientsCut.add(cut, ordering: .relaxed)
+                }
+            }
+        }
+        timer.resume()
+        sweepTimer = timer
     }
 
     fileprivate func access(_ connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
@@ -56,9 +125,10 @@ public final class HTTPServer: @unchecked Sendable {
             // Answer on the next call, never this first one: libmicrohttpd treats a response
             // queued in the first call as "early" and closes the connection after it, which
             // would cost every request a new connection (measured: 5k vs 49k req/s).
-            let exchange = HTTPExchange(connection: connection)
+            let late = stopping.load(ordering: .relaxed)
+            let exchange = HTTPExchange(connection: connection, arrivedWhileStopping: late)
             state.pointee = Unmanaged.passRetained(exchange).toOpaque()
-            activeExchanges.add(1, ordering: .relaxed)
+            if late { lateExchanges.add(1, ordering: .relaxed) } else { activeExchanges.add(1, ordering: .relaxed) }
             return .YES
         }
         guard let raw = state.pointee else { return .NO }
@@ -75,6 +145,11 @@ public final class HTTPServer: @unchecked Sendable {
         if let response = exchange.takeResponse() { return queue(response, on: connection) }
         guard !exchange.started else { return .YES }
         exchange.started = true
+        HTTPConnectionRecord.of(connection)?.requestArrived()
+        if exchange.arrivedWhileStopping {
+            return queue(.error(503, "shuttingDown", "the server is stopping",
+                                headers: [("Retry-After", String(Self.retryAfterSeconds))]), on: connection)
+        }
         if exchange.bodyTooLarge {
             return queue(.error(413, "bodyTooLarge", "request body over \(maxBodyBytes) bytes"), on: connection)
         }
@@ -94,6 +169,8 @@ public final class HTTPServer: @unchecked Sendable {
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
         for (name, value) in response.headers { _ = MHD_add_response_header(created, name, value) }
+        // Keep-alive clients should reconnect to the next instance, not to this one.
+        if stopping.load(ordering: .relaxed) { _ = MHD_add_response_header(created, "Connection", "close") }
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
@@ -116,72 +193,15 @@ public final class HTTPServer: @unchecked Sendable {
         return withExtendedLifetime(box) { box.values }
     }
 
-    fileprivate func completed(_ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    fileprivate func completed(_ connection: OpaquePointer?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        if let connection { HTTPConnectionRecord.of(connection)?.answered(now: HTTPConnectionTable.now()) }
         guard let state, let raw = state.pointee else { return }
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(raw)
+        let late = exchange.takeUnretainedValue().arrivedWhileStopping
         exchange.takeUnretainedValue().finish()
         exchange.release()
         state.pointee = nil
-        activeExchanges.subtract(1, ordering: .relaxed)
-    }
-}
-
-/// One request/response on a connection. The response may come from another thread; the
-/// connection is suspended until it does.
-final class HTTPExchange: @unchecked Sendable {
-    private struct State {
-        var response: HTTPResponse?
-        var suspended = false
-        var finished = false
-        var answered = false
-    }
-
-    let connection: OpaquePointer
-    // Touched only by the HTTP thread that owns the connection:
-    var body: [UInt8] = []
-    var bodyTooLarge = false
-    var started = false
-    private let state = Mutex(State())
-
-    init(connection: OpaquePointer) {
-        self.connection = connection
-    }
-
-    /// The first response wins; later ones (a timeout racing a render) are dropped.
-    func deliver(_ response: HTTPResponse) {
-        state.withLock { state in
-            guard !state.answered, !state.finished else { return }
-            state.answered = true
-            state.response = response
-            if state.suspended {
-                state.suspended = false
-                MHD_resume_connection(connection)
-            }
-        }
-    }
-
-    /// After the handler ran: the response if it came already, else the connection is suspended.
-    func suspendUnlessAnswered() -> HTTPResponse? {
-        state.withLock { state in
-            if let response = state.response {
-                state.response = nil
-                return response
-            }
-            state.suspended = true
-            MHD_suspend_connection(connection)
-            return nil
-        }
-    }
-
-    func takeResponse() -> HTTPResponse? {
-        state.withLock { state in
-            defer { state.response = nil }
-            return state.response
-        }
-    }
-
-    func finish() {
-        state.withLock { $0.finished = true }
+        if late { lateExchanges.subtract(1, ordering: .relaxed) } else { activeExchanges.subtract(1, ordering: .relaxed) }
     }
 }
 
@@ -192,7 +212,7 @@ private let httpAccessHandler: MHD_AccessHandlerCallback = { context, connection
                          uploadSize: uploadSize, state: state)
 }
 
-private let httpCompletedHandler: MHD_RequestCompletedCallback = { context, _, state, _ in
+private let httpCompletedHandler: MHD_RequestCompletedCallback = { context, connection, state, _ in
     guard let context else { return }
-    Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().completed(state)
+    Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().completed(connection, state)
 }

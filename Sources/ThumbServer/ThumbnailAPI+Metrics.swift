@@ -22,6 +22,13 @@ extension ThumbnailAPI {
                        ("route=\"\(route)\",status=\"\(status)\"", Double(requests[route]?[status] ?? 0))
                    }
                })
+        let transport = HTTPTransportMetrics.process
+        metric("thumbd_http_slow_clients_total", "counter",
+               "Connections closed because their request was not whole within the request deadline (slow or idle clients), by the deadline that applied.",
+               [("deadline=\"normal\"", Double(transport.slowClientsCut.load(ordering: .relaxed))),
+                ("deadline=\"crowded\"", Double(transport.slowClientsCutWhileCrowded.load(ordering: .relaxed)))])
+        metric("thumbd_http_connections", "gauge", "Open HTTP connections, every listener.",
+               [("", Double(transport.openConnections.load(ordering: .relaxed)))])
         metric("thumbd_cache_hits_total", "counter", "Thumbnails answered from a cache.",
                [("level=\"memory\"", Double(metrics.memoryHits)), ("level=\"disk\"", Double(metrics.diskHits))])
         metric("thumbd_cache_misses_total", "counter", "Requests that needed a render.", [("", Double(metrics.misses))])

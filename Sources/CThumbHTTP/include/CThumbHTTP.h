@@ -1,4 +1,5 @@
-// The one call of libmicrohttpd that Swift cannot make: MHD_start_daemon is variadic.
+// The calls of libmicrohttpd that Swift cannot make: MHD_start_daemon and
+// MHD_get_connection_info are variadic.
 #ifndef CTHUMB_HTTP_H
 #define CTHUMB_HTTP_H
 
@@ -9,11 +10,34 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/// How one listener is served.
+struct CThumb_HTTPSettings {
+    int listenDescriptor;
+    unsigned int threads;
+    unsigned int connectionLimit;
+    /// Open connections one client address may hold (IPv4/IPv6 only; 0: no cap). libmicrohttpd
+    /// closes a connection over the cap as soon as it accepts it.
+    unsigned int connectionsPerAddress;
+    size_t connectionMemoryBytes;
+    /// Idle time after which libmicrohttpd closes a connection; every byte received restarts it.
+    unsigned int idleTimeoutSeconds;
+    MHD_AccessHandlerCallback handler;
+    void *handlerContext;
+    MHD_RequestCompletedCallback completed;
+    void *completedContext;
+    /// Called when a connection is accepted and when it is closed (before its descriptor is).
+    MHD_NotifyConnectionCallback connectionEvents;
+    void *connectionEventsContext;
+};
+
 /// Starts a daemon on an already bound and listening socket, with an internal epoll thread
 /// pool, suspend/resume, and bounded connections. Returns NULL on failure.
-struct MHD_Daemon *CThumb_HTTPStart(int listenDescriptor, unsigned int threads, unsigned int connectionLimit,
-                                    size_t connectionMemoryBytes, unsigned int timeoutSeconds,
-                                    MHD_AccessHandlerCallback handler, void *handlerContext,
-                                    MHD_RequestCompletedCallback completed, void *completedContext);
+struct MHD_Daemon *CThumb_HTTPStart(const struct CThumb_HTTPSettings *settings);
+
+/// The socket of a connection, or -1.
+int CThumb_HTTPConnectionDescriptor(struct MHD_Connection *connection);
+
+/// The pointer the connection-events callback stored for this connection, or NULL.
+void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection);
 
 #endif

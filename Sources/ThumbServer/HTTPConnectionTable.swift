@@ -1,0 +1,136 @@
+import CMicroHTTPD
+import CThumbHTTP
+import Dispatch
+import Synchronization
+import ThumbPipeline
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How long a client may take to send a whole request (headers and body). libmicrohttpd's own
+/// timeout restarts with every byte, so a client trickling a byte every few seconds would hold
+/// its connection for ever; this deadline does not move.
+public struct HTTPRequestDeadline: Sendable, Equatable {
+    /// From the moment a connection is ready for a request (accepted, or its previous answer
+    /// sent) to the moment the request is whole.
+    public var seconds: Double
+    /// The same while a listener is crowded: slow (or idle keep-alive) connections make room first.
+    public var crowdedSeconds: Double
+    /// A listener is crowded from this share of its connection limit on.
+    public var crowdedFraction: Double
+
+    public init(seconds: Double = 10, crowdedSeconds: Double = 1, crowdedFraction: Double = 0.75) {
+        self.seconds = seconds
+        self.crowdedSeconds = crowdedSeconds
+        self.crowdedFraction = crowdedFraction
+    }
+
+    var nanoseconds: UInt64 { Self.nanoseconds(seconds) }
+    var crowdedNanoseconds: UInt64 { Self.nanoseconds(crowdedSeconds) }
+
+    /// Whole nanoseconds of 0 to 86,400 s (NaN and negatives: 0).
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return UInt64(min(seconds, 86_400) * 1e9)
+    }
+}
+
+/// Counters of every HTTP server of this process, for /metrics.
+public final class HTTPTransportMetrics: Sendable {
+    public static let process = HTTPTransportMetrics()
+
+    /// Connections closed because their request was not whole by the deadline...
+    public let slowClientsCut = Atomic<Int>(0)
+    /// ...or by the shorter deadline of a crowded listener.
+    public let slowClientsCutWhileCrowded = Atomic<Int>(0)
+    /// Connections open now, on every listener.
+    public let openConnections = Atomic<Int>(0)
+}
+
+/// One open connection, from accept to close. `awaitingSinceNanoseconds` is the monotonic time
+/// the connection became ready for its next request, 0 while a request is being answered.
+final class HTTPConnectionRecord: Sendable {
+    let descriptor: Int32
+    let awaitingSinceNanoseconds: Atomic<UInt64>
+    let cut = Atomic<Bool>(false)
+
+    init(descriptor: Int32, now: UInt64) {
+        self.descriptor = descriptor
+        awaitingSinceNanoseconds = Atomic(now)
+    }
+
+    /// The whole request is in: no deadline while it is answered (the render may take long).
+    func requestArrived() { awaitingSinceNanoseconds.store(0, ordering: .releasing) }
+
+    /// The answer is sent: the next request's deadline starts now.
+    func answered(now: UInt64) { awaitingSinceNanoseconds.store(max(now, 1), ordering: .releasing) }
+
+    static func of(_ connection: OpaquePointer) -> HTTPConnectionRecord? {
+        guard let raw = CThumb_HTTPConnectionContext(connection) else { return nil }
+        return Unmanaged<HTTPConnectionRecord>.fromOpaque(raw).takeUnretainedValue()
+    }
+}
+
+/// The open connections of one listener, so that a periodic sweep can cut those whose request
+/// is late. libmicrohttpd reports a connection's close before it closes the descriptor, and the
+/// sweep shuts descriptors down under the same lock as that report removes them: it never
+/// touches a descriptor that was closed (and perhaps reused).
+final class HTTPConnectionTable: Sendable {
+    let connectionLimit: Int
+    let deadline: HTTPRequestDeadline
+    private let records = Mutex<[ObjectIdentifier: HTTPConnectionRecord]>([:])
+
+    init(connectionLimit: Int, deadline: HTTPRequestDeadline) {
+        self.connectionLimit = connectionLimit
+        self.deadline = deadline
+    }
+
+    static func now() -> UInt64 { max(DispatchTime.now().uptimeNanoseconds, 1) }
+
+    var count: Int { records.withLock { $0.count } }
+
+    fileprivate func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        let record = HTTPConnectionRecord(descriptor: CThumb_HTTPConnectionDescriptor(connection), now: Self.now())
+        context.pointee = Unmanaged.passRetained(record).toOpaque()
+        records.withLock { $0[ObjectIdentifier(record)] = record }
+        HTTPTransportMetrics.process.openConnections.add(1, ordering: .relaxed)
+    }
+
+    fileprivate func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let raw = context.pointee else { return }
+        context.pointee = nil
+        let record = Unmanaged<HTTPConnectionRecord>.fromOpaque(raw).takeRetainedValue()
+        records.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(record)) }
+        HTTPTransportMetrics.process.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// Shuts down every connection whose request is late; libmicrohttpd then sees the end of
+    /// the stream and closes it. Returns how many were cut, and whether the listener was crowded.
+    func cutLateConnections(now: UInt64) -> (cut: Int, crowded: Bool) {
+        records.withLock { records in
+            let crowded = Double(records.count) >= Double(connectionLimit) * deadline.crowdedFraction
+            let allowance = crowded ? deadline.crowdedNanoseconds : deadline.nanoseconds
+            var cut = 0
+            for record in records.values where !record.cut.load(ordering: .relaxed) {
+                let since = record.awaitingSinceNanoseconds.load(ordering: .acquiring)
+                guard since != 0, now > since, now - since > allowance, record.descriptor >= 0 else { continue }
+                // ENOTCONN (the client left already) is as good as done.
+                _ = try? systemCall("shutdown(\(record.descriptor))") { shutdown(record.descriptor, Int32(SHUT_RDWR)) }
+                record.cut.store(true, ordering: .relaxed)
+                cut += 1
+            }
+            return (cut, crowded)
+        }
+    }
+}
+
+/// libmicrohttpd's connection-events callback; its context is the listener's table.
+let httpConnectionEvents: MHD_NotifyConnectionCallback = { context, connection, socketContext, event in
+    guard let context, let connection, let socketContext else { return }
+    let table = Unmanaged<HTTPConnectionTable>.fromOpaque(context).takeUnretainedValue()
+    switch event {
+    case .CONNECTION_NOTIFY_STARTED: table.opened(connection, context: socketContext)
+    case .CONNECTION_NOTIFY_CLOSED: table.closed(context: socketContext)
+    default: break
+    }
+}
