@@ -146,7 +146,11 @@ extension SystemdGuest {
         var body: [UInt8]
         var curlExit: Int32
         var text: String { String(decoding: body, as: UTF8.self) }
-        var summary: String { "\(status.map(String.init) ?? "no answer") (curl exit \(curlExit)): \(text.prefix(300))" }
+        var summary: String {
+            let shown = ServeImageHeader.size(body).map { "a \($0.width)x\($0.height) \($0.format) (\(body.count) bytes)" }
+                ?? String(text.prefix(300))
+            return "\(status.map(String.init) ?? "no answer") (curl exit \(curlExit)): \(shown)"
+        }
     }
 
     static let socket = "/run/thumbd/thumbd.sock"
