@@ -92,7 +92,16 @@ public final class HTTPServer: @unchecked Sendable {
         sweepTimer?.cancel()
         sweepQueue.sync {} // a sweep under way finishes before the connections go
         sweepTimer = nil
-        for daemon in daemons { MHD_stop_daemon(daemon) }
+        for daemon in daemons {
+            // Take the listening socket back first: stopping with it still attached makes
+            // libmicrohttpd shutdown() it, which a socket systemd passed us must never see (the
+            // socket unit fails with "Got POLLHUP on a listening socket"). A plain close leaves
+            // systemd's own copy listening.
+            let listening = MHD_quiesce_daemon(daemon)
+            MHD_stop_daemon(daemon)
+            // Not through systemCall: close is never retried, Linux frees the descriptor even on EINTR.
+            if listening >= 0 { close(listening) }
+        }
         daemons = []
     }
 
