@@ -100,6 +100,8 @@ extension ThumbnailAPI {
             case .cancelled: return .error(409, "cancelled", "the slot was released", headers: tokenHeader)
             case .notFound: return .error(404, "notFound", error.description)
             case .forbidden: return .error(403, "forbidden", error.description)
+            case .permissionDenied: return .error(403, "permissionDenied", error.description)
+            case .assetChanging: return .error(503, "assetChanging", error.description, headers: [("Retry-After", "1")])
             case .undecodable: return .error(415, "undecodable", error.description)
             case .tooLarge: return .error(413, "tooLarge", error.description)
             case .overloaded: return .error(503, "overloaded", "the render queue is full", headers: [("Retry-After", "1")])
