@@ -25,7 +25,8 @@ public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible 
 /// The asset folder: the only place sources are read from.
 ///
 /// Every look-up opens the asset relative to a descriptor of the root, with `openat2`
-/// (`RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`), or, where the kernel lacks it, a component-wise
+/// (`RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, and `RESOLVE_NO_SYMLINKS` on the fast path), or —
+/// for a path through a symlink, or where the kernel lacks `openat2` — a component-wise
 /// `O_NOFOLLOW` walk with the same rules. The kernel refuses any step out of the root while it
 /// resolves, so there is no window between a check and the open for a swapped symlink to use;
 /// the version comes from `fstat` of that very descriptor. Relative symlinks that stay inside
@@ -84,7 +85,7 @@ public struct AssetRoot: Sendable {
         defer { Glibc.close(rootDescriptor) }
         let opened: BeneathOpener.Opened
         do throws(SystemError) {
-            opened = try opener.open(components, beneath: rootDescriptor, directoryPath: path, flags: flags | O_CLOEXEC)
+            opened = try opener.open(components, beneath: rootDescriptor, flags: flags | O_CLOEXEC)
         } catch {
             throw Self.refusal(error.errno, relative, error.description)
         }

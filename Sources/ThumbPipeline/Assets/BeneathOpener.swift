@@ -5,9 +5,12 @@ import CThumbSystem
 
 /// Opens a relative path beneath a directory descriptor so that no step of the resolution can
 /// leave that directory: no `..` above it, no absolute symlink, no symlink whose target climbs
-/// out, no procfs magic link. With `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` the kernel
-/// enforces it; without (before Linux 5.6, or a seccomp filter that refuses the call) a walk
-/// opens one component at a time with `O_NOFOLLOW` and follows relative symlinks itself.
+/// out, no procfs magic link. With `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_SYMLINKS)` the kernel enforces it in one call. A path through a symlink, or a
+/// kernel without `openat2` (before Linux 5.6, or a seccomp filter that refuses the call), takes
+/// the walk: one component at a time from the folder reached so far with `O_NOFOLLOW`, relative
+/// symlink targets walked the same way, which also yields the path reached (for the version
+/// and the cache-folder check) without asking /proc.
 struct BeneathOpener: Sendable {
     enum Method: Sendable { case openat2, walk }
 
@@ -38,42 +41,22 @@ struct BeneathOpener: Sendable {
         return true
     }()
 
-    /// Opens `components` beneath `directory` (whose absolute path is `directoryPath`) with `flags`.
-    func open(_ components: [Substring], beneath directory: Int32, directoryPath: String,
-              flags: Int32) throws(SystemError) -> Opened {
+    /// Opens `components` beneath `directory` with `flags`.
+    func open(_ components: [Substring], beneath directory: Int32, flags: Int32) throws(SystemError) -> Opened {
         guard method == .openat2 else { return try walk(components, beneath: directory, flags: flags) }
         let lexical = components.joined(separator: "/")
-        let beneath = UInt64(CThumb_RESOLVE_BENEATH | CThumb_RESOLVE_NO_MAGICLINKS)
+        let confined = UInt64(CThumb_RESOLVE_BENEATH | CThumb_RESOLVE_NO_MAGICLINKS | CThumb_RESOLVE_NO_SYMLINKS)
         do {
             // Most assets are reached without a symlink: then the path asked for is the path.
             let descriptor = try systemCall("open \(lexical)") {
-                CThumb_openat2(directory, lexical, UInt64(flags), beneath | UInt64(CThumb_RESOLVE_NO_SYMLINKS))
+                CThumb_openat2(directory, lexical, UInt64(flags), confined)
             }
             return Opened(descriptor: descriptor, canonicalPath: lexical)
         } catch where error.errno == ELOOP {
-            let descriptor = try systemCall("open \(lexical)") { CThumb_openat2(directory, lexical, UInt64(flags), beneath) }
-            if let canonical = Self.pathUnder(directoryPath, of: descriptor) {
-                return Opened(descriptor: descriptor, canonicalPath: canonical)
-            }
-            // No /proc (or the folder moved meanwhile): the walk knows the path it takes.
-            close(descriptor)
+            // A symlink on the way: the walk follows it under the same rules and knows the
+            // path it reaches (openat2 would need /proc to tell, which costs more than the walk).
             return try walk(components, beneath: directory, flags: flags)
         }
-    }
-
-    /// Where `descriptor` is, relative to `directoryPath`, from `/proc/self/fd`; nil without
-    /// /proc or when it is not under `directoryPath`.
-    static func pathUnder(_ directoryPath: String, of descriptor: Int32) -> String? {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let capacity = buffer.count - 1
-        guard let count = try? systemCall("readlink /proc/self/fd/\(descriptor)", {
-            buffer.withUnsafeMutableBufferPointer { raw in
-                raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) { readlink("/proc/self/fd/\(descriptor)", $0, capacity) }
-            }
-        }), count < capacity else { return nil }
-        let target = String(decoding: buffer[..<count], as: UTF8.self)
-        guard target.hasPrefix(directoryPath + "/") else { return nil }
-        return String(target.dropFirst(directoryPath.count + 1))
     }
 
     /// The component-wise resolution: each step `openat(…, O_PATH | O_NOFOLLOW)` from the
