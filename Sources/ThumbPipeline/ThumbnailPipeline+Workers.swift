@@ -127,11 +127,12 @@ extension ThumbnailPipeline {
         return zip(jobs, thumbnails).map { job, thumbnail in
             let key = asset == job.asset ? job.key
                 : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
-            let cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
+            var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
                                          filePath: disk.filePath(for: key, format: thumbnail.format),
                                          format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)
-            // A cache that cannot store (disk full) still lets this answer go out.
-            try? disk.insert(cached)
+            // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
+            // can and logs the episode) still lets this answer go out, from memory, marked unstored.
+            cached.isStored = (try? disk.insert(cached)) != nil
             memory.insert(cached)
             return .success(cached)
         }

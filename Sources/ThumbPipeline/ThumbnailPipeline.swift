@@ -37,7 +37,7 @@ public final class ThumbnailPipeline: Sendable {
         self.configuration = configuration
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [configuration.cacheDirectory])
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
-        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes)
+        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log)
         thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
         state = Mutex(PipelineState())
         if startsWorkers { startWorkers() }

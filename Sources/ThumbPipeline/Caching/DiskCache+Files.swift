@@ -103,11 +103,12 @@ enum DiskCacheFiles {
 extension DiskCacheFiles {
     /// A system failure as the cache reports it: the operation and strerror.
     static func cacheError(_ error: SystemError) -> CacheError {
-        CacheError(operation: error.operation, reason: String(cString: strerror(error.errno)))
+        CacheError(operation: error.operation, reason: String(cString: strerror(error.errno)),
+                   kind: error.errno == ENOSPC || error.errno == EDQUOT ? .diskFull : .failed)
     }
 
     /// An index failure as the cache reports it: the operation and sqlite's message.
     static func cacheError(_ operation: String, _ error: SQLiteError) -> CacheError {
-        CacheError(operation: operation, reason: "\(error.message) (sqlite \(error.code))")
+        CacheError(operation: operation, reason: "\(error.message) (sqlite \(error.code))", kind: error.isDiskFull ? .diskFull : .failed)
     }
 }
