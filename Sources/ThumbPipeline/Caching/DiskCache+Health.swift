@@ -70,40 +70,63 @@ extension DiskCache {
         }
     }
 
-    /// The disk is full: removes the least recently used thumbnails (files first — the index's
-    /// own writes need the room they give back), at least four times the bytes wanted or a tenth
-    /// of the cache, and lowers the budget to what is left so the cache stops refilling the disk.
+    /// The disk is full: the budget becomes nine tenths of what the cache held when it filled
+    /// (the rest is room for the index and whatever else shares the disk), and the least
+    /// recently used thumbnails go until the one being written fits under it — files first, as
+    /// the index's own writes need the room they give back. The WAL is checkpointed and
+    /// truncated too. Logged at warning the first time, at notice after.
     func makeRoom(_ state: inout State, needingBytes: Int, reason: String) -> Bool {
-        guard let database = state.database, state.totalBytes > 0 else { return false }
-        let target = max(needingBytes.multipliedReportingOverflow(by: 4).partialValue, state.totalBytes / 10, 1)
+        guard let database = state.database else { return false }
+        let held = state.totalBytes
+        let needed = max(1, needingBytes)
+        let cap = max(held - held / 10, needed)
+        let goal = max(0, cap - needed)
         var victims: [(digest: String, relative: String, size: Int)] = []
         var freed = 0
         do throws(SQLiteError) {
-            try database.query("SELECT digest, file_path, bytes FROM entries ORDER BY last_use ASC LIMIT 4096") { row in
-                guard freed < target else { return }
-                victims.append((row.text(0), row.text(1), row.int(2)))
-                freed += row.int(2)
+            if held > goal {
+                try database.query("SELECT digest, file_path, bytes FROM entries ORDER BY last_use ASC LIMIT 4096") { row in
+                    guard held - freed > goal else { return }
+                    victims.append((row.text(0), row.text(1), row.int(2)))
+                    freed += row.int(2)
+                }
             }
         } catch {
             return false
         }
-        guard !victims.isEmpty else { return false }
         for victim in victims { DiskCacheFiles.remove(directory + "/" + victim.relative) }
-        do throws(SQLiteError) {
-            try database.transaction { () throws(SQLiteError) in
-                for victim in victims { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(victim.digest)]) }
+        if !victims.isEmpty {
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    for victim in victims { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(victim.digest)]) }
+                }
+                state.totalBytes -= freed
+                state.entryCount -= victims.count
+            } catch {
+                // The rows stay until a look-up finds their files gone (each is then dropped).
             }
-            state.totalBytes -= freed
-            state.entryCount -= victims.count
-        } catch {
-            // The rows stay until a look-up finds their files gone (each is then dropped).
         }
+        _ = try? database.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         let first = state.budgetCap == .max
-        state.budgetCap = max(0, state.totalBytes)
+        state.budgetCap = min(state.budgetCap, cap)
         let message = "cache disk full (\(reason)): evicted \(victims.count) thumbnails (\(freed) bytes); "
             + "the disk cache now keeps at most \(state.budgetCap) bytes (configured \(byteBudget))"
         if first { log.warning(message) } else { log.notice(message) }
         return true
+    }
+
+    /// Once the disk has filled, room is made before a file is written, not after: the cache
+    /// must not need more than its capped budget on disk at any moment.
+    func makeRoomBeforeWriting(_ bytes: Int) {
+        state.withLock { state in
+            let budget = min(byteBudget, state.budgetCap)
+            guard state.budgetCap != .max, state.totalBytes + bytes > budget else { return }
+            do throws(SQLiteError) {
+                try Self.evict(&state, budget: max(0, budget - bytes), directory: directory)
+            } catch {
+                recover(from: error, &state)
+            }
+        }
     }
 
     /// A write failed for good: the first of an episode (or of a new reason) is logged.

@@ -169,6 +169,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         let operation = "insert \(key.digest)"
         let finalPath = directory + "/" + relative
 
+        makeRoomBeforeWriting(thumbnail.bytes.count)
         // Outside the lock: the whole file under a temporary name in the same folder.
         let shard = directory + "/" + key.digest.prefix(2)
         let temporary = "\(shard)/\(key.digest).tmp-\(getpid())-\(temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
