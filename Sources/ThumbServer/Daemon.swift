@@ -126,7 +126,7 @@ public final class Daemon {
         server.drain(seconds: 10)
         server.stop()
         for listener in listeners {
-            if let path = listener.unixPath { unlink(path) }
+            if let path = listener.unixPath { _ = try? systemCall("unlink \(path)") { unlink(path) } }
         }
         Log.notice("stopped")
         return .ok

@@ -52,7 +52,7 @@ public struct Listener: Sendable {
         }
         do throws(SystemError) {
             var status = stat()
-            if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK {
+            if (try? systemCall("lstat \(path)", { lstat(path, &status) })) != nil && (status.st_mode & S_IFMT) == S_IFSOCK {
                 try refuseIfAnswering(path, address)
                 try systemCall("unlink stale socket \(path)") { unlink(path) }
             }

@@ -127,7 +127,9 @@ extension DiskCache {
     /// its shared-memory file, so a new index starts clean.
     static func moveAside(_ path: String) {
         for suffix in ["", "-wal", "-journal"] {
-            if rename(path + suffix, path + ".broken" + suffix) != 0 { DiskCacheFiles.remove(path + suffix) }
+            if (try? systemCall("rename \(path + suffix)", { rename(path + suffix, path + ".broken" + suffix) })) == nil {
+                DiskCacheFiles.remove(path + suffix)
+            }
         }
         DiskCacheFiles.remove(path + "-shm")
     }

@@ -336,7 +336,7 @@ public final class FolderWatcher: @unchecked Sendable {
                 }
                 seen.insert(wd)
                 let stale = table.withLock { $0.insert(wd: wd, path: relative) }
-                if let stale { _ = inotify_rm_watch(inotifyFD, stale) }
+                if let stale { unwatch(stale) }
                 if relative.isEmpty {
                     let identity = FolderIdentity(of: absolute)
                     watchedRoot.withLock { $0 = identity }
@@ -367,10 +367,16 @@ public final class FolderWatcher: @unchecked Sendable {
         return failures
     }
 
+    /// inotify_rm_watch; EINVAL when the kernel dropped the watch already (it is then moot).
+    private func unwatch(_ wd: Int32) {
+        let fd = inotifyFD
+        _ = try? systemCall("inotify_rm_watch \(wd)") { inotify_rm_watch(fd, wd) }
+    }
+
     /// Forgets and unwatches `path` and every folder under it.
     private func dropTree(_ path: String) {
         let removed = table.withLock { $0.removeTree(path) }
-        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }  // EINVAL when already gone.
+        for wd in removed { unwatch(wd) }
     }
 
     private func dropAll() {
@@ -378,7 +384,7 @@ public final class FolderWatcher: @unchecked Sendable {
             defer { table = WatchTable() }
             return Array(table.paths.keys)
         }
-        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }
+        for wd in removed { unwatch(wd) }
     }
 
     /// After lost events: watches every folder present now (a re-add of a watched folder gives
@@ -393,7 +399,7 @@ public final class FolderWatcher: @unchecked Sendable {
             for wd in stale { table.remove(wd: wd) }
             return stale
         }
-        for wd in stale { _ = inotify_rm_watch(inotifyFD, wd) }
+        for wd in stale { unwatch(wd) }
     }
 }
 
