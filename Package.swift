@@ -19,7 +19,9 @@ let package = Package(
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         .target(name: "ThumbImaging", dependencies: ["CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
-        .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite"]),
+        // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
+        .target(name: "CThumbSystem"),
+        .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite", "CThumbSystem"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),

@@ -124,8 +124,8 @@ public final class BatchRunner {
                     }
                 case .failure(let error):
                     let permanent = switch error {
-                    case .undecodable, .tooLarge, .notFound, .forbidden: true
-                    case .superseded, .cancelled, .overloaded, .shuttingDown: false
+                    case .undecodable, .tooLarge, .notFound, .forbidden, .permissionDenied: true
+                    case .superseded, .cancelled, .overloaded, .shuttingDown, .assetChanging: false
                     }
                     settle(task, failure: Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x",
                                                   reason: error.description, isPermanent: permanent))

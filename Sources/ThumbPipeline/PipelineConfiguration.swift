@@ -31,6 +31,10 @@ public struct PipelineConfiguration: Sendable {
     public var flingDebounceSeconds: Double = 0.017
     /// Off only to measure what cancellation saves (the scroll benchmark's baseline).
     public var cancelsAbandonedWork = true
+    /// Where cache and watcher episodes are reported (once each, never per request).
+    public var log = PipelineLog.standardError
+    /// How often the watcher looks for an asset root that went away, seconds.
+    public var rootPollSeconds: Double = 2
 
     public init(assetRoot: String, cacheDirectory: String) {
         self.assetRoot = assetRoot

@@ -31,6 +31,7 @@ extension ThumbnailPipeline {
             let refusal: PipelineError = switch error {
             case .forbidden(let path, let reason): .forbidden(path: path, reason: reason)
             case .notFound(let path): .notFound(path: path)
+            case .permissionDenied(let path, let reason): .permissionDenied(path: path, reason: reason)
             case .unreadable(let path, _): .notFound(path: path)
             }
             lookup = .failure(refusal)

@@ -5,7 +5,9 @@ extension ThumbnailPipeline {
     /// assets are pre-rendered (at batch priority, for the `pregenerated` kinds), changed and
     /// deleted ones lose their thumbnails at once. Stop the returned watcher before `shutdown`.
     public func startWatching() throws(SystemError) -> FolderWatcher {
-        let watcher = try FolderWatcher(root: assets) { [weak self] event in self?.handle(event) }
+        let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds) {
+            [weak self] event in self?.handle(event)
+        }
         try watcher.start()
         reconcile()
         return watcher

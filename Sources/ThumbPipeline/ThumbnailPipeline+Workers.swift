@@ -89,18 +89,9 @@ extension ThumbnailPipeline {
         // The shared decode stops only when every job of the group is cancelled.
         if jobs.allSatisfy(\.isCancelled) { return jobs.map { _ in .failure(.cancelled) } }
         let source: SourceBytes
-        do {
-            source = try SourceBytes.read(path: first.absolutePath, maxBytes: configuration.limits.maxFileBytes)
-        } catch {
-            let failure: PipelineError
-            switch error.kind {
-            case .notFound: failure = .notFound(path: first.asset.path)
-            case .tooLarge:
-                disk.recordFailure(first.asset, kind: "tooLarge", reason: error.reason)
-                failure = .tooLarge(reason: error.reason)
-            case .notRegularFile, .unreadable: failure = .forbidden(path: first.asset.path, reason: error.reason)
-            }
-            return jobs.map { _ in .failure(failure) }
+        switch readSource(first.asset) {
+        case .success(let bytes): source = bytes
+        case .failure(let failure): return jobs.map { _ in .failure(failure) }
         }
         // The file may have changed since the requests were keyed: key what was actually read.
         var asset = first.asset
@@ -136,14 +127,51 @@ extension ThumbnailPipeline {
         return zip(jobs, thumbnails).map { job, thumbnail in
             let key = asset == job.asset ? job.key
                 : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
-            let cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
+            var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
                                          filePath: disk.filePath(for: key, format: thumbnail.format),
                                          format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)
-            // A cache that cannot store (disk full) still lets this answer go out.
-            try? disk.insert(cached)
+            // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
+            // can and logs the episode) still lets this answer go out, from memory, marked unstored.
+            cached.isStored = (try? disk.insert(cached)) != nil
             memory.insert(cached)
             return .success(cached)
         }
+    }
+
+    /// Opens the asset beneath the root (the path was resolved at submit; whatever is there now
+    /// is what counts) and reads it from that one descriptor. A file written while it is read is
+    /// read once more; twice changing is `assetChanging` (a transient conflict, not a refusal).
+    func readSource(_ asset: AssetVersion) -> Result<SourceBytes, PipelineError> {
+        var change = ""
+        for _ in 0..<2 {
+            let file: AssetFile
+            do {
+                file = try assets.openForReading(asset.path)
+            } catch {
+                let failure: PipelineError = switch error {
+                case .notFound: .notFound(path: asset.path)
+                case .forbidden(_, let reason): .forbidden(path: asset.path, reason: reason)
+                case .permissionDenied(_, let reason): .permissionDenied(path: asset.path, reason: reason)
+                case .unreadable(_, let reason): .forbidden(path: asset.path, reason: reason)
+                }
+                return .failure(failure)
+            }
+            sourceOpenedHook?(file.version)
+            do {
+                return .success(try file.readAll(maxBytes: configuration.limits.maxFileBytes))
+            } catch {
+                switch error {
+                case .tooLarge(let reason):
+                    disk.recordFailure(file.version, kind: "tooLarge", reason: reason)
+                    return .failure(.tooLarge(reason: reason))
+                case .changed(let reason):
+                    change = reason
+                case .unreadable(let reason):
+                    return .failure(.forbidden(path: asset.path, reason: reason))
+                }
+            }
+        }
+        return .failure(.assetChanging(path: asset.path, reason: change))
     }
 
     static func threadCPUSeconds() -> Double {

@@ -21,6 +21,8 @@ public final class ThumbnailPipeline: Sendable {
     let workersDone = DispatchGroup()
     /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
     let checkpointHook: (@Sendable () -> Void)?
+    /// Called when a worker has opened a source, before it reads it (tests change the file there).
+    let sourceOpenedHook: (@Sendable (AssetVersion) -> Void)?
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -28,12 +30,14 @@ public final class ThumbnailPipeline: Sendable {
 
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
     /// to line requests up deterministically.
-    init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil) throws {
+    init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil,
+         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
         self.checkpointHook = checkpointHook
+        self.sourceOpenedHook = sourceOpenedHook
         self.configuration = configuration
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [configuration.cacheDirectory])
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
-        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes)
+        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log)
         thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
         state = Mutex(PipelineState())
         if startsWorkers { startWorkers() }

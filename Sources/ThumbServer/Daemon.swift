@@ -22,7 +22,9 @@ public final class Daemon {
 
     /// sysexits-style outcomes of `run`.
     public enum Exit: Int32 {
-        case ok = 0, unavailable = 69, software = 70, osError = 71, cannotCreate = 73, config = 78
+        /// `inUse` (EX_TEMPFAIL): another process has the cache folder open or answers on the
+        /// socket (or has the TCP address): this one refuses to share, and touches neither.
+        case ok = 0, unavailable = 69, software = 70, osError = 71, cannotCreate = 73, inUse = 75, config = 78
     }
 
     let options: Options
@@ -65,11 +67,15 @@ public final class Daemon {
         configuration.encoder = config.encoder
         configuration.tuning = config.shrinkTuning
         configuration.pregenerated = Self.pregenerated(config.catalog)
+        configuration.log = PipelineLog { level, message in Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message) }
 
         notifier.notify("STATUS=opening the cache index")
         let pipeline: ThumbnailPipeline
         do {
             pipeline = try ThumbnailPipeline(configuration: configuration)
+        } catch let error as CacheError where error.kind == .inUse {
+            Log.error("\(error.reason): refusing to start a second daemon on it (one process per cache folder)")
+            return .inUse
         } catch {
             Log.error("cannot start the pipeline (assets \(assets), cache \(cacheDirectory)): \(error)")
             return .cannotCreate
@@ -80,7 +86,7 @@ public final class Daemon {
         } catch {
             Log.error("cannot listen: \(error)")
             pipeline.shutdown()
-            return .osError
+            return error.errno == EADDRINUSE ? .inUse : .osError
         }
         let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds)
         let server: HTTPServer
@@ -120,7 +126,7 @@ public final class Daemon {
         server.drain(seconds: 10)
         server.stop()
         for listener in listeners {
-            if let path = listener.unixPath { unlink(path) }
+            if let path = listener.unixPath { _ = try? systemCall("unlink \(path)") { unlink(path) } }
         }
         Log.notice("stopped")
         return .ok

@@ -26,8 +26,12 @@ public struct Listener: Sendable {
         }
     }
 
-    /// Binds a Unix socket at `path` (a stale socket file is replaced), with permission `mode`
-    /// and, when given, group `group`.
+    /// Binds a Unix socket at `path`, with permission `mode` and, when given, group `group`.
+    ///
+    /// A socket file already there is replaced only when it is stale: `PATH.lock` (flocked for
+    /// as long as this process lives) must be free, and a `connect()` to the socket must be
+    /// refused. When another server holds the lock or answers, this fails with EADDRINUSE and
+    /// leaves its socket alone (unlinking it would make that server unreachable for good).
     public static func unix(path: String, mode: Int, group: String?) throws(SystemError) -> Listener {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -38,10 +42,20 @@ public struct Listener: Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
         }
-        let descriptor = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let lock = try takeSocketLock(path)
+        let descriptor: Int32
+        do throws(SystemError) {
+            descriptor = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        } catch {
+            close(lock)
+            throw error
+        }
         do throws(SystemError) {
             var status = stat()
-            if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
+            if (try? systemCall("lstat \(path)", { lstat(path, &status) })) != nil && (status.st_mode & S_IFMT) == S_IFSOCK {
+                try refuseIfAnswering(path, address)
+                try systemCall("unlink stale socket \(path)") { unlink(path) }
+            }
             // The socket file is created with the final mode: no window with wider permissions.
             let previous = umask(mode_t(0o777 & ~mode))
             defer { umask(previous) }
@@ -54,9 +68,49 @@ public struct Listener: Sendable {
             try systemCall("listen \(path)") { listen(descriptor, 1024) }
         } catch {
             close(descriptor)
+            close(lock)
             throw error
         }
+        // The lock stays held (its descriptor open) until the process exits.
         return Listener(descriptor: descriptor, description: "unix:\(path)", unixPath: path)
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)` on `path.lock`: two thumbd starting on one socket path at once
+    /// cannot both find it stale and unlink each other's fresh socket.
+    static func takeSocketLock(_ path: String) throws(SystemError) -> Int32 {
+        let lockPath = path + ".lock"
+        let fd = try systemCall("open \(lockPath)") { open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        do throws(SystemError) {
+            try systemCall("flock \(lockPath)") { flock(fd, LOCK_EX | LOCK_NB) }
+        } catch {
+            close(fd)
+            guard error.errno == EWOULDBLOCK else { throw error }
+            throw SystemError(operation: "socket \(path) belongs to another running thumbd (it holds \(lockPath))", errno: EADDRINUSE)
+        }
+        return fd
+    }
+
+    /// Connects to the socket at `path`: refused (ECONNREFUSED: nobody listens) means stale;
+    /// anything else — an answer, a full backlog, no permission to try — means it may be live.
+    static func refuseIfAnswering(_ path: String, _ address: sockaddr_un) throws(SystemError) {
+        let probe = try systemCall("socket(AF_UNIX) probe") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        defer { close(probe) }
+        var address = address
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                Result { () throws(SystemError) in
+                    try systemCall("connect \(path)") { connect(probe, raw, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+        }
+        switch result {
+        case .failure(let error) where error.errno == ECONNREFUSED || error.errno == ENOENT:
+            return
+        case .failure(let error):
+            throw SystemError(operation: "socket \(path) exists and may be live (connect: \(error)); not replacing it", errno: EADDRINUSE)
+        case .success:
+            throw SystemError(operation: "socket \(path) is in use: a server answered on it; not replacing it", errno: EADDRINUSE)
+        }
     }
 
     /// Binds a loopback TCP listener.

@@ -11,8 +11,10 @@ extension ThumbnailAPI {
         let ifNoneMatch = call.ifNoneMatch
         let wait = call.waitMilliseconds
         let once = OnceResponder(respond)
+        let pipeline = pipeline
         pipeline.submit(call.pipelineRequest) { response in
-            once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch))
+            once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch,
+                                           storedPath: pipeline.storedFilePath(of:)))
         }
         // The render goes on (and is cached) even when the wait runs out.
         guard !once.isDone else { return }
@@ -27,7 +29,10 @@ extension ThumbnailAPI {
         }
     }
 
-    static func httpResponse(for response: PipelineResponse, asPath: Bool, ifNoneMatch: String?) -> HTTPResponse {
+    /// `storedPath`: the cache file of a thumbnail if it is on disk now (nil: the cache could not
+    /// write it, and `as=path` is answered 503 rather than with a path to nothing).
+    static func httpResponse(for response: PipelineResponse, asPath: Bool, ifNoneMatch: String?,
+                             storedPath: (CachedThumbnail) -> String? = { $0.storedFilePath }) -> HTTPResponse {
         let tokenHeader: [(String, String)] = response.token.map { [("X-Thumbd-Token", String($0))] } ?? []
         switch response.result {
         case .success(let thumbnail):
@@ -38,7 +43,11 @@ extension ThumbnailAPI {
                 return HTTPResponse(status: 304, headers: caching)
             }
             if asPath {
-                var object: [String: Any] = ["path": thumbnail.filePath, "bytes": thumbnail.bytes.count, "width": thumbnail.width,
+                guard let path = storedPath(thumbnail) else {
+                    return .error(503, "notStored", "the thumbnail is rendered but the cache could not write its file; "
+                                  + "ask again shortly, or without as=path for the bytes", headers: [("Retry-After", "1")] + tokenHeader)
+                }
+                var object: [String: Any] = ["path": path, "bytes": thumbnail.bytes.count, "width": thumbnail.width,
                                              "height": thumbnail.height, "format": thumbnail.format.rawValue,
                                              "contentType": thumbnail.format.mediaType, "etag": thumbnail.etag]
                 if let token = response.token { object["token"] = token }
@@ -53,6 +62,8 @@ extension ThumbnailAPI {
             case .cancelled: return .error(409, "cancelled", "the slot was released", headers: tokenHeader)
             case .notFound: return .error(404, "notFound", error.description)
             case .forbidden: return .error(403, "forbidden", error.description)
+            case .permissionDenied: return .error(403, "permissionDenied", error.description)
+            case .assetChanging: return .error(503, "assetChanging", error.description, headers: [("Retry-After", "1")])
             case .undecodable: return .error(415, "undecodable", error.description)
             case .tooLarge: return .error(413, "tooLarge", error.description)
             case .overloaded: return .error(503, "overloaded", "the render queue is full", headers: [("Retry-After", "1")])

@@ -64,6 +64,8 @@ enum ExitCode: Int32 {
     case noInput = 66
     case unavailable = 69
     case cannotCreate = 73
+    /// Another thumbd holds the cache folder (or answers on the socket): try again once it is gone.
+    case tempFail = 75
     case ioError = 74
     case software = 70
     case osError = 71

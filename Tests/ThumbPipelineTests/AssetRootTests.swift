@@ -1,56 +1,141 @@
 import Foundation
 import Testing
 @testable import ThumbPipeline
+#if canImport(Glibc)
+import Glibc
+#endif
 
+/// Both ways of opening beneath the root (`openat2`, and the `O_NOFOLLOW` walk used where the
+/// kernel lacks it) must agree on every case.
 @Suite final class AssetRootTests {
-    let root: String
+    static let methods: [BeneathOpener.Method] = [.openat2, .walk]
+    let base: String
+    var root: String { base + "/root" }
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("assetroot-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root + "/photos", withIntermediateDirectories: true)
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("assetroot-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: base + "/root/photos", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: base + "/outside", withIntermediateDirectories: true)
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/photos/a.jpg"))
+        try Data([6, 6, 6, 6]).write(to: URL(fileURLWithPath: base + "/outside/secret.jpg"))
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    deinit { try? FileManager.default.removeItem(atPath: base) }
 
-    @Test func resolvesRegularFileWithVersion() throws {
-        let assets = try AssetRoot(path: root)
+    func assets(_ method: BeneathOpener.Method, excluding excluded: [String] = []) throws -> AssetRoot {
+        if method == .openat2 && !BeneathOpener.openat2Works { Issue.record("openat2 is not available on this kernel") }
+        return try AssetRoot(path: root, excluding: excluded, opener: BeneathOpener(method: method))
+    }
+
+    func link(_ name: String, to target: String) throws {
+        try FileManager.default.createSymbolicLink(atPath: root + "/" + name, withDestinationPath: target)
+    }
+
+    @Test(arguments: methods)
+    func resolvesRegularFileWithVersion(_ method: BeneathOpener.Method) throws {
+        let assets = try assets(method)
         let (path, version) = try assets.resolve("photos/a.jpg")
-        #expect(path.hasSuffix("/photos/a.jpg"))
+        #expect(path == assets.path + "/photos/a.jpg")
         #expect(version.path == "photos/a.jpg")
         #expect(version.size == 3)
-        #expect(version.inode != 0)
+        var status = stat()
+        #expect(stat(root + "/photos/a.jpg", &status) == 0 && version.inode == UInt64(status.st_ino))
     }
 
     @Test(arguments: ["../etc/passwd", "photos/../../x", "/etc/passwd", "./photos/a.jpg", "", "photos/."])
     func refusesTraversal(_ path: String) throws {
-        let assets = try AssetRoot(path: root)
-        #expect(throws: AssetPathError.self) { try assets.resolve(path) }
-        do {
-            _ = try assets.resolve(path)
-        } catch {
-            guard case .forbidden = error else { Issue.record("expected forbidden for \(path), got \(error)"); return }
+        for method in Self.methods {
+            let root = try assets(method)
+            #expect(throws: AssetPathError.self) { try root.resolve(path) }
+            do throws(AssetPathError) {
+                _ = try root.resolve(path)
+            } catch {
+                guard case .forbidden = error else { Issue.record("expected forbidden for \(path), got \(error)"); continue }
+            }
         }
     }
 
-    @Test func refusesSymlinkOutOfRootAndFolders() throws {
-        try FileManager.default.createSymbolicLink(atPath: root + "/escape.jpg", withDestinationPath: "/etc/hostname")
-        try FileManager.default.createSymbolicLink(atPath: root + "/inside.jpg", withDestinationPath: root + "/photos/a.jpg")
-        let assets = try AssetRoot(path: root)
-        #expect(throws: AssetPathError.forbidden(path: "escape.jpg", reason: "resolves outside the asset root")) {
-            try assets.resolve("escape.jpg")
+    /// The decision documented in the README: relative symlinks that stay inside the root work
+    /// (the version names the file reached); absolute ones and any that climb out are refused.
+    @Test(arguments: methods)
+    func symlinksInsideWorkEscapesAreRefused(_ method: BeneathOpener.Method) throws {
+        try link("inside.jpg", to: "photos/a.jpg")
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        try link("sub/up.jpg", to: "../photos/a.jpg")
+        try link("album", to: "photos")
+        try link("chain.jpg", to: "inside.jpg")
+        try link("escape.jpg", to: "/etc/hostname")
+        try link("climb.jpg", to: "../outside/secret.jpg")
+        try link("sub/deep.jpg", to: "../../outside/secret.jpg")
+        try link("absolute-inside.jpg", to: root + "/photos/a.jpg")
+        try link("loop.jpg", to: "loop.jpg")
+        let assets = try assets(method)
+        for name in ["inside.jpg", "sub/up.jpg", "album/a.jpg", "chain.jpg"] {
+            #expect(try assets.resolve(name).version.path == "photos/a.jpg", "\(name)")
+            let file = try assets.openForReading(name)
+            #expect(file.version.path == "photos/a.jpg" && file.version.size == 3, "\(name)")
         }
-        #expect(try assets.resolve("inside.jpg").version.path == "photos/a.jpg")
+        for name in ["escape.jpg", "climb.jpg", "sub/deep.jpg", "absolute-inside.jpg"] {
+            #expect(throws: AssetPathError.forbidden(path: name, reason: "resolves outside the asset root"), "\(name)") {
+                try assets.resolve(name)
+            }
+            #expect(throws: AssetPathError.forbidden(path: name, reason: "resolves outside the asset root"), "\(name)") {
+                try assets.openForReading(name)
+            }
+        }
+        #expect(throws: AssetPathError.self) { try assets.resolve("loop.jpg") }
         #expect(throws: AssetPathError.forbidden(path: "photos", reason: "not a regular file")) { try assets.resolve("photos") }
         #expect(throws: AssetPathError.notFound(path: "nope.jpg")) { try assets.resolve("nope.jpg") }
+        #expect(throws: AssetPathError.notFound(path: "photos/a.jpg/x")) { try assets.resolve("photos/a.jpg/x") }
     }
 
-    @Test func refusesCacheDirectoryInsideRoot() throws {
+    @Test(arguments: methods)
+    func refusesCacheDirectoryInsideRootAlsoThroughASymlink(_ method: BeneathOpener.Method) throws {
         try FileManager.default.createDirectory(atPath: root + "/.cache", withIntermediateDirectories: true)
         try Data([9]).write(to: URL(fileURLWithPath: root + "/.cache/x.jpg"))
-        let assets = try AssetRoot(path: root, excluding: [root + "/.cache"])
-        #expect(throws: AssetPathError.forbidden(path: ".cache/x.jpg", reason: "inside the cache directory")) {
-            try assets.resolve(".cache/x.jpg")
+        try link("thumbs", to: ".cache")
+        let assets = try assets(method, excluding: [root + "/.cache"])
+        for name in [".cache/x.jpg", "thumbs/x.jpg"] {
+            #expect(throws: AssetPathError.forbidden(path: name, reason: "inside the cache directory")) { try assets.resolve(name) }
+            #expect(throws: AssetPathError.forbidden(path: name, reason: "inside the cache directory")) { try assets.openForReading(name) }
         }
+    }
+
+    /// A FIFO is refused at once: resolving never opens it, and the read open does not block.
+    @Test(arguments: methods)
+    func refusesFIFOWithoutBlocking(_ method: BeneathOpener.Method) throws {
+        #expect(mkfifo(root + "/photos/pipe.jpg", 0o644) == 0)
+        let assets = try assets(method)
+        let refusal = AssetPathError.forbidden(path: "photos/pipe.jpg", reason: "not a regular file")
+        #expect(throws: refusal) { try assets.resolve("photos/pipe.jpg") }
+        #expect(throws: refusal) { try assets.openForReading("photos/pipe.jpg") }
+    }
+
+    /// The version comes from the descriptor that is read: replacing the file between two opens
+    /// gives each open its own inode.
+    @Test(arguments: methods)
+    func versionIsTheOpenedFile(_ method: BeneathOpener.Method) throws {
+        let assets = try assets(method)
+        let first = try assets.openForReading("photos/a.jpg")
+        try Data([4, 5, 6, 7, 8]).write(to: URL(fileURLWithPath: root + "/photos/b.tmp"))
+        #expect(rename(root + "/photos/b.tmp", root + "/photos/a.jpg") == 0)
+        let second = try assets.openForReading("photos/a.jpg")
+        #expect(first.version.size == 3 && second.version.size == 5)
+        #expect(first.version.inode != second.version.inode)
+        #expect(try first.readAll(maxBytes: 100).count == 3)
+        #expect(try second.readAll(maxBytes: 100).count == 5)
+        #expect(throws: AssetReadError.self) { try assets.openForReading("photos/a.jpg").readAll(maxBytes: 4) }
+    }
+
+    /// The root is opened per look-up: a root moved away and replaced serves what is at its path now.
+    @Test(arguments: methods)
+    func followsTheRootPathNotAnOldDescriptor(_ method: BeneathOpener.Method) throws {
+        let assets = try assets(method)
+        #expect(try assets.resolve("photos/a.jpg").version.size == 3)
+        #expect(rename(root, base + "/moved") == 0)
+        #expect(throws: AssetPathError.notFound(path: "photos/a.jpg")) { try assets.resolve("photos/a.jpg") }
+        try FileManager.default.createDirectory(atPath: root + "/photos", withIntermediateDirectories: true)
+        try Data([1, 2, 3, 4, 5, 6]).write(to: URL(fileURLWithPath: root + "/photos/a.jpg"))
+        #expect(try assets.resolve("photos/a.jpg").version.size == 6)
     }
 }

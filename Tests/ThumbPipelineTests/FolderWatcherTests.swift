@@ -75,10 +75,10 @@ struct WatchSandbox {
     }
 
     @discardableResult
-    func startWatcher(excluding excluded: [String] = []) throws -> FolderWatcher {
+    func startWatcher(excluding excluded: [String] = [], log pipelineLog: PipelineLog = .discard) throws -> FolderWatcher {
         let root = try AssetRoot(path: sandbox.root, excluding: excluded.map { sandbox.root + "/" + $0 })
         let log = self.log
-        let watcher = try FolderWatcher(root: root) { log.append($0) }
+        let watcher = try FolderWatcher(root: root, log: pipelineLog, rootPollSeconds: 0.05) { log.append($0) }
         try watcher.start()
         self.watcher = watcher
         return watcher
@@ -320,6 +320,56 @@ struct WatchSandbox {
         #expect(!log.snapshot.contains(.changed(path: "sub/late.jpg")))
     }
 
+    /// Issue 8 item 12: before, a root moved away and back left the watcher dead for good, silently.
+    @Test func movedRootComesBackAndIsWatchedAgain() async throws {
+        try sandbox.mkdir("sub")
+        let capture = LogCapture()
+        let watcher = try startWatcher(log: capture.log)
+        try sandbox.rename(sandbox.root, sandbox.outside + "/root")
+        #expect(await log.wait(for: .rescan))
+        #expect(await log.wait { _ in watcher.watchedFolders.isEmpty })
+        try sandbox.write("root/sub/away.jpg", in: sandbox.outside)
+        try sandbox.rename(sandbox.outside + "/root", sandbox.root)
+        #expect(await log.wait { $0.filter { $0 == .rescan }.count == 2 })
+        #expect(await log.wait { _ in watcher.watchedFolders == ["", "sub"] })
+        try sandbox.write("sub/back.jpg")
+        #expect(await log.wait(for: .changed(path: "sub/back.jpg")))
+        #expect(!log.snapshot.contains(.changed(path: "sub/away.jpg")), "written while away: found by the rescan, not an event")
+        #expect(capture.count(.warning, "was moved away: its watch is gone; looking for it every 0.05 s") == 1, "\(capture.text)")
+        #expect(capture.count(.notice, "is back: watching it again") == 1, "\(capture.text)")
+    }
+
+    @Test func deletedRootRecreatedIsWatchedAgain() async throws {
+        let capture = LogCapture()
+        let watcher = try startWatcher(log: capture.log)
+        try FileManager.default.removeItem(atPath: sandbox.root)
+        #expect(await log.wait(for: .rescan))
+        try sandbox.mkdir("")
+        try sandbox.mkdir("later")
+        #expect(await log.wait { _ in watcher.watchedFolders == ["", "later"] })
+        try sandbox.write("later/x.png")
+        #expect(await log.wait(for: .changed(path: "later/x.png")))
+        #expect(capture.count(.warning, "was deleted") == 1, "\(capture.text)")
+        #expect(capture.count(.notice, "is back") == 1, "\(capture.text)")
+    }
+
+    /// A parent renamed moves the root without any event for the root itself: the periodic
+    /// check of what is at the root's path notices.
+    @Test func rootMovedWithItsParentIsNoticedAndReArmed() async throws {
+        let capture = LogCapture()
+        let watcher = try startWatcher(log: capture.log)
+        let parent = sandbox.base + "-renamed"
+        try sandbox.rename(sandbox.base, parent)
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        #expect(await log.wait(for: .rescan))
+        #expect(capture.count(.warning, "is no longer the folder watched at that path") == 1, "\(capture.text)")
+        try sandbox.rename(parent, sandbox.base)
+        #expect(await log.wait { $0.filter { $0 == .rescan }.count == 2 })
+        try sandbox.write("again.jpg")
+        #expect(await log.wait(for: .changed(path: "again.jpg")))
+        _ = watcher
+    }
+
     @Test func queueOverflowAsksForRescanAndResynchronizes() async throws {
         let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 16384
@@ -328,7 +378,8 @@ struct WatchSandbox {
         let root = try AssetRoot(path: sandbox.root)
         let gate = Mutex<Bool>(true)
         let log = self.log
-        let watcher = try FolderWatcher(root: root) { event in
+        let capture = LogCapture()
+        let watcher = try FolderWatcher(root: root, log: capture.log) { event in
             log.append(event)
             while gate.withLock({ $0 }) { usleep(1000) }  // Hold the thread while the queue fills.
         }
@@ -347,6 +398,8 @@ struct WatchSandbox {
         #expect(await log.wait { _ in watcher.watchedFolders == ["", "during", "kept"] })
         try sandbox.write("during/x.png")
         #expect(await log.wait(for: .changed(path: "during/x.png")))
+        // Lost events are an operator's business: logged at warning (once, however many overflows).
+        #expect(capture.count(.warning, "queue of the folder watcher overflowed (1 time, events lost)") == 1, "\(capture.text)")
     }
 
     @Test func parsesRecordsWithPaddedNamesAndStopsAtTruncation() {

@@ -66,4 +66,37 @@ import ThumbImaging
         watcher.stop()
         pipeline.shutdown()
     }
+
+    /// Issue 8 item 12, through the pipeline: the root moved away and back is watched again —
+    /// a new file is pre-rendered, a deleted one loses its thumbnails — and nothing was dropped
+    /// while it was away (a missing root says nothing about its assets).
+    @Test func rootMovedAwayAndBackIsFollowedAgain() async throws {
+        let capture = LogCapture()
+        let pipeline = try fixture.pipeline {
+            $0.pregenerated = [(PipelineFixture.large, 1)]
+            $0.rootPollSeconds = 0.05
+            $0.log = capture.log
+        }
+        let watcher = try pipeline.startWatching()
+        defer {
+            watcher.stop()
+            pipeline.shutdown()
+        }
+        let images = fixture.imageNames.count
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images })
+        try FileManager.default.moveItem(atPath: fixture.assets, toPath: fixture.root + "/away")
+        #expect(await eventually { capture.count(.warning, "was moved away") == 1 }, "\(capture.text)")
+        let away = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: PipelineFixture.large, scale: 1))
+        #expect(away.error == .notFound(path: "img0.jpg"))
+        #expect(pipeline.cacheStatistics.disk.entries == images)
+
+        try FileManager.default.moveItem(atPath: fixture.root + "/away", toPath: fixture.assets)
+        #expect(await eventually { capture.count(.notice, "is back") == 1 }, "\(capture.text)")
+        try FileManager.default.copyItem(atPath: fixture.assets + "/img0.jpg", toPath: fixture.root + "/incoming.jpg")
+        try FileManager.default.moveItem(atPath: fixture.root + "/incoming.jpg", toPath: fixture.assets + "/sub/new.jpg")
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images + 1 })
+        try FileManager.default.removeItem(atPath: fixture.assets + "/img1.jpg")
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == images })
+        #expect(capture.count(.warning, "") == 1, "one warning for the whole episode: \(capture.text)")
+    }
 }

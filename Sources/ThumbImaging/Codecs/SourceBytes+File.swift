@@ -15,7 +15,8 @@ extension SourceBytes {
     /// Reads a regular file whole, refusing it from its size (before reading) when it is over
     /// `maxBytes`.
     public static func read(path: String, maxBytes: Int) throws(SourceFileError) -> SourceBytes {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO named as input is refused by fstat below instead of blocking the open.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             let code = errno
             throw SourceFileError(kind: code == ENOENT || code == ENOTDIR ? .notFound : .unreadable,
@@ -49,5 +50,21 @@ extension SourceBytes {
                                     modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
                                     inode: UInt64(status.st_ino), device: UInt64(status.st_dev))
         return SourceBytes(adopting: buffer, count: size, fileStatus: fileStatus)
+    }
+}
+
+extension SourceBytes {
+    /// `count` bytes that `fill` writes into a fresh buffer (the pipeline reads an asset's
+    /// descriptor through its own system-call funnel), identified by `fileStatus`.
+    public static func filled<Failure: Error>(count: Int, fileStatus: FileStatus,
+                                              _ fill: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void) throws(Failure) -> SourceBytes {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)
+        do {
+            try fill(UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
+        } catch {
+            buffer.deallocate()
+            throw error
+        }
+        return SourceBytes(adopting: buffer, count: count, fileStatus: fileStatus)
     }
 }

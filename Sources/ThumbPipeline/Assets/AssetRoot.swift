@@ -1,64 +1,127 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CThumbSystem
 
 /// Why an asset path was refused or not found.
 public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Outside the root: `..`, an absolute path, a symlink that escapes, the cache folder, a device.
     case forbidden(path: String, reason: String)
     case notFound(path: String)
+    /// The daemon may not read it (EACCES, EPERM): a permission problem of this host, not of the request.
+    case permissionDenied(path: String, reason: String)
     case unreadable(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .forbidden(let path, let reason): "\(path): refused: \(reason)"
         case .notFound(let path): "\(path): no such asset"
+        case .permissionDenied(let path, let reason): "\(path): permission denied: \(reason)"
         case .unreadable(let path, let reason): "\(path): \(reason)"
         }
     }
 }
 
-/// The asset folder: the only place sources are read from. Resolves client-supplied relative
-/// paths, refusing anything that is not a regular file under the root.
+/// The asset folder: the only place sources are read from.
+///
+/// Every look-up opens the asset relative to a descriptor of the root, with `openat2`
+/// (`RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, and `RESOLVE_NO_SYMLINKS` on the fast path), or —
+/// for a path through a symlink, or where the kernel lacks `openat2` — a component-wise
+/// `O_NOFOLLOW` walk with the same rules. The kernel refuses any step out of the root while it
+/// resolves, so there is no window between a check and the open for a swapped symlink to use;
+/// the version comes from `fstat` of that very descriptor. Relative symlinks that stay inside
+/// the root work; absolute symlinks are refused even when they point inside (what "inside"
+/// means for an absolute target changes with where the root is mounted), as is every `..`
+/// that would leave the root.
 public struct AssetRoot: Sendable {
     /// Absolute, symlink-free path of the root.
     public let path: String
     /// Folders under the root that are never assets (the cache, when it lives inside).
     public let excluded: [String]
+    /// `excluded` relative to the root, for the folders inside it.
+    let excludedInside: [String]
+    /// How assets are opened (`openat2` unless forced, or missing).
+    let opener: BeneathOpener
 
     public init(path: String, excluding excluded: [String] = []) throws(SystemError) {
-        self.path = try Self.realPath(path)
-        // A folder that does not exist yet (the cache, before its first write) is kept as given.
-        self.excluded = excluded.map { (try? Self.realPath($0)) ?? $0 }
+        try self.init(path: path, excluding: excluded, opener: BeneathOpener())
     }
 
-    /// Resolves `relative` (as a client sent it) to an absolute path and its current version.
+    init(path: String, excluding excluded: [String], opener: BeneathOpener) throws(SystemError) {
+        let root = try Self.realPath(path)
+        self.path = root
+        // A folder that does not exist yet (the cache, before its first write) is kept as its
+        // parent's real path plus its name.
+        self.excluded = excluded.map(Self.bestRealPath)
+        excludedInside = self.excluded.compactMap { $0.hasPrefix(root + "/") ? String($0.dropFirst(root.count + 1)) : nil }
+        self.opener = opener
+    }
+
+    /// Resolves `relative` (as a client sent it) to an absolute path and its current version,
+    /// without reading it (an `O_PATH` descriptor: a FIFO or a device is never opened).
     public func resolve(_ relative: String) throws(AssetPathError) -> (absolutePath: String, version: AssetVersion) {
+        let opened = try open(relative, flags: CThumb_O_PATH)
+        Glibc.close(opened.descriptor)
+        return (path + "/" + opened.version.path, opened.version)
+    }
+
+    /// Opens `relative` for reading (`O_NONBLOCK | O_NOCTTY`: a FIFO or a terminal swapped in
+    /// cannot block or adopt the caller). The caller owns the descriptor.
+    public func openForReading(_ relative: String) throws(AssetPathError) -> AssetFile {
+        let opened = try open(relative, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        return AssetFile(descriptor: opened.descriptor, version: opened.version)
+    }
+
+    /// The one open of an asset: confined resolution, `fstat`, regular-file and cache-folder checks.
+    private func open(_ relative: String, flags: Int32) throws(AssetPathError) -> (descriptor: Int32, version: AssetVersion) {
         let components = try Self.validatedComponents(relative)
-        let joined = path + "/" + components.joined(separator: "/")
-        var status = stat()
-        if lstat(joined, &status) != 0 {
-            throw errno == ENOENT || errno == ENOTDIR ? .notFound(path: relative)
-                : .unreadable(path: relative, reason: String(cString: strerror(errno)))
-        }
-        // A symlink is followed only if it lands inside the root.
-        let resolved: String
-        do {
-            resolved = try Self.realPath(joined)
+        let rootDescriptor: Int32
+        do throws(SystemError) {
+            // Opened per look-up: a root moved away and back (or replaced) is the one at `path` now.
+            rootDescriptor = try systemCall("open asset root \(path)") { Glibc.open(path, CThumb_O_PATH | O_DIRECTORY | O_CLOEXEC) }
         } catch {
-            throw error.errno == ENOENT ? .notFound(path: relative) : .unreadable(path: relative, reason: error.description)
+            throw Self.refusal(error.errno, relative, error.description)
         }
-        guard resolved.hasPrefix(path + "/") else { throw .forbidden(path: relative, reason: "resolves outside the asset root") }
-        if excluded.contains(where: { resolved == $0 || resolved.hasPrefix($0 + "/") }) {
-            throw .forbidden(path: relative, reason: "inside the cache directory")
+        defer { Glibc.close(rootDescriptor) }
+        let opened: BeneathOpener.Opened
+        do throws(SystemError) {
+            opened = try opener.open(components, beneath: rootDescriptor, flags: flags | O_CLOEXEC)
+        } catch {
+            throw Self.refusal(error.errno, relative, error.description)
         }
-        guard stat(resolved, &status) == 0 else { throw .notFound(path: relative) }
-        guard (status.st_mode & S_IFMT) == S_IFREG else { throw .forbidden(path: relative, reason: "not a regular file") }
-        let canonical = String(resolved.dropFirst(path.count + 1))
-        let version = AssetVersion(path: canonical, size: Int(status.st_size),
-                                   modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-                                   inode: UInt64(status.st_ino), device: UInt64(status.st_dev))
-        return (resolved, version)
+        do throws(AssetPathError) {
+            var status = stat()
+            do throws(SystemError) {
+                try systemCall("fstat \(relative)") { fstat(opened.descriptor, &status) }
+            } catch {
+                throw Self.refusal(error.errno, relative, error.description)
+            }
+            guard (status.st_mode & S_IFMT) == S_IFREG else { throw .forbidden(path: relative, reason: "not a regular file") }
+            guard status.st_nlink > 0 else { throw .notFound(path: relative) } // unlinked meanwhile
+            let canonical = opened.canonicalPath
+            if excludedInside.contains(where: { canonical == $0 || canonical.hasPrefix($0 + "/") }) {
+                throw .forbidden(path: relative, reason: "inside the cache directory")
+            }
+            let version = AssetVersion(path: canonical, size: Int(status.st_size),
+                                       modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                                       inode: UInt64(status.st_ino), device: UInt64(status.st_dev))
+            return (opened.descriptor, version)
+        } catch {
+            Glibc.close(opened.descriptor)
+            throw error
+        }
+    }
+
+    /// An errno of resolving or opening, as a refusal of `relative`.
+    static func refusal(_ code: Int32, _ relative: String, _ detail: String) -> AssetPathError {
+        switch code {
+        case ENOENT, ENOTDIR: .notFound(path: relative)
+        case EXDEV: .forbidden(path: relative, reason: "resolves outside the asset root")
+        case ELOOP: .forbidden(path: relative, reason: "too many symlinks, or a link that may not be followed")
+        case EACCES, EPERM: .permissionDenied(path: relative, reason: String(cString: strerror(code)))
+        case ENXIO, ENODEV, EWOULDBLOCK, EISDIR: .forbidden(path: relative, reason: "not a regular file")
+        default: .unreadable(path: relative, reason: detail)
+        }
     }
 
     /// Splits a relative path, refusing absolute paths, `.`/`..`, empty components and NUL.
@@ -78,5 +141,13 @@ public struct AssetRoot: Sendable {
         guard let resolved = realpath(path, nil) else { throw SystemError(operation: "realpath \(path)", errno: errno) }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+
+    /// `realpath` of `path`, or of its nearest existing ancestor followed by the rest.
+    static func bestRealPath(_ path: String) -> String {
+        if let resolved = try? realPath(path) { return resolved }
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return path }
+        let parent = bestRealPath(String(path[..<slash]))
+        return parent + path[slash...]
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
 
 /// Identifies one thumbnail: asset version, kind geometry, scale, encoder settings and the
@@ -55,8 +58,12 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 public struct CachedThumbnail: Sendable, Equatable {
     public var key: CacheKey
     public var bytes: [UInt8]
-    /// The cache file other local services may read directly.
+    /// Where the cache file is, or would be: other local services may read it directly — but
+    /// only through `storedFilePath`, which says whether it was written and is still there.
     public var filePath: String
+    /// Whether the disk cache wrote the file (false: rendered while the cache could not write;
+    /// served from memory only).
+    public var isStored: Bool
     public var format: ImageFormat
     /// Output size, pixels.
     public var width: Int
@@ -65,12 +72,27 @@ public struct CachedThumbnail: Sendable, Equatable {
     /// A strong ETag: the key's digest, quoted.
     public var etag: String { "\"\(key.digest)\"" }
 
-    public init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int) {
+    public init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int,
+                isStored: Bool = true) {
         self.key = key
         self.bytes = bytes
         self.filePath = filePath
+        self.isStored = isStored
         self.format = format
         self.width = width
         self.height = height
+    }
+}
+
+extension CachedThumbnail {
+    /// The cache file's path if it was written and is there now, whole (a regular file of
+    /// exactly these bytes' size); nil otherwise. A client is never handed a path to nothing:
+    /// the folder may have been removed, or the disk full, since.
+    public var storedFilePath: String? {
+        guard isStored else { return nil }
+        var status = stat()
+        guard (try? systemCall("stat \(filePath)", { lstat(filePath, &status) })) != nil,
+              (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == bytes.count else { return nil }
+        return filePath
     }
 }

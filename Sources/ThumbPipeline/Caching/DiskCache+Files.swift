@@ -19,7 +19,7 @@ enum DiskCacheFiles {
             try systemCall("mkdir \(path)") { mkdir(path, 0o755) }
         } catch where error.errno == EEXIST {
             var status = stat()
-            guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            guard (try? systemCall("stat \(path)", { stat(path, &status) })) != nil, (status.st_mode & S_IFMT) == S_IFDIR else {
                 throw SystemError(operation: "mkdir \(path)", errno: ENOTDIR)
             }
         }
@@ -41,7 +41,7 @@ enum DiskCacheFiles {
     /// `expectedSize` bytes or cannot be read.
     static func readAll(_ fd: Int32, expectedSize: Int) -> [UInt8]? {
         var status = stat()
-        guard fstat(fd, &status) == 0, Int(status.st_size) == expectedSize else { return nil }
+        guard (try? systemCall("fstat", { fstat(fd, &status) })) != nil, Int(status.st_size) == expectedSize else { return nil }
         var failed = false
         let bytes = [UInt8](unsafeUninitializedCapacity: expectedSize) { buffer, count in
             var offset = 0
@@ -64,13 +64,13 @@ enum DiskCacheFiles {
     /// The size of the regular file at `path` (not following symlinks), or nil.
     static func regularFileSize(_ path: String) -> Int? {
         var status = stat()
-        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard (try? systemCall("lstat \(path)", { lstat(path, &status) })) != nil, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(status.st_size)
     }
 
     static func isDirectory(_ path: String) -> Bool {
         var status = stat()
-        return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+        return (try? systemCall("lstat \(path)", { lstat(path, &status) })) != nil && (status.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// The names in a directory (without "." and ".."); names that are not valid UTF-8 are
@@ -103,11 +103,12 @@ enum DiskCacheFiles {
 extension DiskCacheFiles {
     /// A system failure as the cache reports it: the operation and strerror.
     static func cacheError(_ error: SystemError) -> CacheError {
-        CacheError(operation: error.operation, reason: String(cString: strerror(error.errno)))
+        CacheError(operation: error.operation, reason: String(cString: strerror(error.errno)),
+                   kind: error.errno == ENOSPC || error.errno == EDQUOT ? .diskFull : .failed)
     }
 
     /// An index failure as the cache reports it: the operation and sqlite's message.
     static func cacheError(_ operation: String, _ error: SQLiteError) -> CacheError {
-        CacheError(operation: operation, reason: "\(error.message) (sqlite \(error.code))")
+        CacheError(operation: operation, reason: "\(error.message) (sqlite \(error.code))", kind: error.isDiskFull ? .diskFull : .failed)
     }
 }

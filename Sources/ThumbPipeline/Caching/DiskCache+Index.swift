@@ -32,16 +32,65 @@ extension DiskCache {
         PRAGMA user_version = 1;
         """
 
-    /// Opens the index at `path`; one that cannot be read, fails its check or has an unknown
-    /// schema is moved aside and a new one created. Throws only when a new one cannot be made.
-    static func openIndex(at path: String) throws(CacheError) -> SQLiteDatabase {
-        do {
-            return try openChecked(path)
+    /// Opens the index in `directory`, reconciles it with the files and evicts to `budget`. An
+    /// index that cannot be read, fails its check, has an unknown schema or cannot be reconciled
+    /// is moved aside and rebuilt empty, and that is logged at warning with the files it cost.
+    static func openState(directory: String, budget: Int, log: PipelineLog) throws(CacheError) -> State {
+        let indexPath = directory + "/" + indexName
+        let opened = try openIndex(at: indexPath)
+        var state = State(database: opened.database)
+        var damage = opened.damage.map { "\($0)" }
+        var dropped = Dropped()
+        do throws(SQLiteError) {
+            dropped = try reconcile(&state, directory: directory)
+            try evict(&state, budget: budget, directory: directory)
         } catch {
+            // Readable but not usable (a table missing, damage the check did not see): rebuild.
+            state.database?.close()
+            moveAside(indexPath)
+            damage = "\(error)"
+            state = State(database: try openIndex(at: indexPath).database)
+            do throws(SQLiteError) {
+                let more = try reconcile(&state, directory: directory)
+                dropped.files += more.files
+                dropped.fileBytes += more.fileBytes
+            } catch {
+                state.database?.close()
+                throw DiskCacheFiles.cacheError("reconcile \(directory)", error)
+            }
+        }
+        if let damage {
+            log.warning("cache index \(indexPath) was unusable (\(damage)): moved aside to \(indexName).broken and rebuilt empty; "
+                        + "dropped \(dropped.files) thumbnail files (\(dropped.fileBytes) bytes) it no longer indexed")
+        } else if dropped.files > 0 || dropped.rows > 0 {
+            // After a crash: a few orphans, normal, but worth a line.
+            log.notice("cache \(directory) reconciled with its index: removed \(dropped.files) files without a row "
+                       + "(\(dropped.fileBytes) bytes) and \(dropped.rows) rows without their file")
+        }
+        state.folder = FolderIdentity(of: directory)
+        return state
+    }
+
+    /// What a reconciliation removed.
+    struct Dropped {
+        var files = 0
+        var fileBytes = 0
+        var rows = 0
+    }
+
+    /// Opens the index at `path`; one that cannot be read, fails its check or has an unknown
+    /// schema is moved aside (`damage` says why) and a new one created. Throws only when a new
+    /// one cannot be made.
+    static func openIndex(at path: String) throws(CacheError) -> (database: SQLiteDatabase, damage: SQLiteError?) {
+        var damage: SQLiteError?
+        do {
+            return (try openChecked(path), nil)
+        } catch {
+            damage = error
             moveAside(path)
         }
         do {
-            return try openChecked(path)
+            return (try openChecked(path), damage)
         } catch {
             throw DiskCacheFiles.cacheError("open index \(path)", error)
         }
@@ -78,7 +127,9 @@ extension DiskCache {
     /// its shared-memory file, so a new index starts clean.
     static func moveAside(_ path: String) {
         for suffix in ["", "-wal", "-journal"] {
-            if rename(path + suffix, path + ".broken" + suffix) != 0 { DiskCacheFiles.remove(path + suffix) }
+            if (try? systemCall("rename \(path + suffix)", { rename(path + suffix, path + ".broken" + suffix) })) == nil {
+                DiskCacheFiles.remove(path + suffix)
+            }
         }
         DiskCacheFiles.remove(path + "-shm")
     }
@@ -86,8 +137,10 @@ extension DiskCache {
     /// Makes the index and the files agree: removes temporary files, files without a row,
     /// rows without their file (or whose file has another size, or another name than the
     /// digest gives), then loads totals and the use counter.
-    static func reconcile(_ state: inout State, directory: String) throws(SQLiteError) {
-        guard let database = state.database else { return }
+    @discardableResult
+    static func reconcile(_ state: inout State, directory: String) throws(SQLiteError) -> Dropped {
+        var dropped = Dropped()
+        guard let database = state.database else { return dropped }
         var rows: [String: (digest: String, size: Int)] = [:]
         var badRows: [String] = []
         try database.query("SELECT digest, file_path, bytes, format FROM entries") { row in
@@ -105,16 +158,20 @@ extension DiskCache {
             guard DiskCacheFiles.isDirectory(shardPath), let names = try? DiskCacheFiles.names(in: shardPath) else { continue }
             for name in names {
                 let relative = shard + "/" + name
-                if let row = rows[relative], DiskCacheFiles.regularFileSize(shardPath + "/" + name) == row.size {
+                let size = DiskCacheFiles.regularFileSize(shardPath + "/" + name)
+                if let row = rows[relative], size == row.size {
                     kept.insert(relative)
                 } else {
                     // A temporary file, an orphan (crash between rename and insert), a file
                     // whose row says another size, or a stranger.
                     DiskCacheFiles.remove(shardPath + "/" + name)
+                    dropped.files += 1
+                    dropped.fileBytes += size ?? 0
                 }
             }
         }
         badRows += rows.filter { !kept.contains($0.key) }.map(\.value.digest)
+        dropped.rows = badRows.count
         if !badRows.isEmpty {
             try database.transaction { () throws(SQLiteError) in
                 for digest in badRows { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(digest)]) }
@@ -125,6 +182,7 @@ extension DiskCache {
             state.totalBytes = row.int(1)
             state.useCounter = row.integer(2)
         }
+        return dropped
     }
 
     private static func isShardName(_ name: String) -> Bool {

@@ -6,12 +6,17 @@ import ThumbImaging
 
 /// Thumbnails on disk, indexed by SQLite, evicted least-recently-used under a byte budget.
 ///
-/// Layout: `directory/<digest[0..<2]>/<digest>.<ext>` for each thumbnail, and the index
-/// `directory/index.sqlite` (WAL). A file appears under its final name only whole (written to
-/// a temporary name, fsynced, renamed), and opening the cache reconciles the index with the
-/// files, so a crash or `kill -9` at any point leaves nothing that is served wrong: at worst a
-/// thumbnail is rendered again. An unreadable or unknown index is moved aside and rebuilt
-/// (the cache is only a cache).
+/// Layout: `directory/<digest[0..<2]>/<digest>.<ext>` for each thumbnail, the index
+/// `directory/index.sqlite` (WAL) and `directory/thumbd.lock`, flocked by the one process that
+/// has the cache open (a second is refused: `CacheError.Kind.inUse`). A file appears under its
+/// final name only whole (written to a temporary name, fsynced, renamed), and opening the cache
+/// reconciles the index with the files, so a crash or `kill -9` at any point leaves nothing that
+/// is served wrong: at worst a thumbnail is rendered again. An unreadable or unknown index is
+/// moved aside and rebuilt (the cache is only a cache), and the log says what that dropped.
+///
+/// When writes fail (the folder was removed, the disk is full) the cache repairs what it can —
+/// recreates the folder with a fresh index, evicts to make room and lowers its budget to what
+/// the disk holds — and reports the episode once (see `DiskCache+Health.swift`).
 ///
 /// Thread-safe: every operation on the index holds one lock; writing a new file and reading
 /// a hit's bytes happen outside it.
@@ -20,6 +25,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     public let directory: String
     /// Total thumbnail bytes kept; older entries are evicted beyond it.
     public let byteBudget: Int
+    let log: PipelineLog
 
     struct State {
         /// nil once closed.
@@ -30,16 +36,27 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         var useCounter: Int64 = 0
         /// Files of rows evicted in the current transaction, removed once it commits.
         var evictedFiles: [String] = []
+        /// Held while the cache is open (taken again when a removed folder is recreated).
+        var lock: CacheLock?
+        /// The folder's device and inode at open: a removed or replaced folder shows as a change.
+        var folder: FolderIdentity?
+        /// What the disk turned out to hold (lowered at ENOSPC); never above `byteBudget`.
+        var budgetCap = Int.max
+        /// The write failure being lived through, reported once at its start and once at its end.
+        var trouble: WriteTrouble?
     }
 
     let state: Mutex<State>
     /// Makes temporary names unique within the process (the pid makes them unique across).
     private let temporaryCounter = Atomic<Int>(0)
+    /// Digests being written again in the background (`storeInBackground`).
+    let restoring = Mutex<Set<String>>([])
 
     static let indexName = "index.sqlite"
 
     /// Opens (creating if needed) the cache in `directory`, reconciling it with its index.
-    public init(directory: String, byteBudget: Int) throws(CacheError) {
+    /// Throws `CacheError.Kind.inUse` when another process has it open.
+    public init(directory: String, byteBudget: Int, log: PipelineLog = .standardError) throws(CacheError) {
         do {
             try DiskCacheFiles.createDirectories(directory)
             self.directory = try DiskCacheFiles.realPath(directory)
@@ -47,25 +64,15 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             throw DiskCacheFiles.cacheError(error)
         }
         self.byteBudget = max(0, byteBudget)
-        let indexPath = self.directory + "/" + Self.indexName
-        var initial = State(database: try Self.openIndex(at: indexPath))
-        do {
-            try Self.reconcile(&initial, directory: self.directory)
-            try Self.evict(&initial, budget: self.byteBudget, directory: self.directory)
-        } catch {
-            // Readable but not usable (a table missing, damage the check did not see): rebuild.
-            initial.database?.close()
-            Self.moveAside(indexPath)
-            initial = State(database: try Self.openIndex(at: indexPath))
-            do {
-                try Self.reconcile(&initial, directory: self.directory)
-            } catch {
-                initial.database?.close()
-                throw DiskCacheFiles.cacheError("reconcile \(self.directory)", error)
-            }
-        }
+        self.log = log
+        let lock = try CacheLock(directory: self.directory)
+        var initial = try Self.openState(directory: self.directory, budget: self.byteBudget, log: log)
+        initial.lock = lock
         state = Mutex(initial)
     }
+
+    /// The budget in force: the configured one, or less once the disk has filled up.
+    var effectiveBudget: Int { state.withLock { min(byteBudget, $0.budgetCap) } }
 
     deinit { close() }
 
@@ -104,8 +111,10 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             do throws(SystemError) {
                 fd = try systemCall("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
             } catch {
-                // Out of descriptors says nothing about the file; anything else: it is gone.
+                // Out of descriptors says nothing about the file; anything else: it is gone
+                // (and when the whole folder is, it is recreated now, not at the next write).
                 if ![EMFILE, ENFILE, ENOMEM].contains(error.errno) { dropEntry(digest: key.digest, relative: row.relative, &state) }
+                if error.errno == ENOENT { _ = recreateFolderIfGone(&state) }
                 return nil
             }
             state.useCounter += 1
@@ -124,6 +133,9 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                                format: found.format, width: found.width, height: found.height)
     }
 
+    /// Stores the thumbnail's file and row. A failed write is repaired once (a removed folder
+    /// recreated, room made on a full disk) and tried again; a failure that remains starts (or
+    /// continues) a reported episode and is thrown: the caller serves from memory.
     public func insert(_ thumbnail: CachedThumbnail) throws(CacheError) {
         let key = thumbnail.key
         let operation = "insert \(key.digest)"
@@ -134,7 +146,30 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             throw CacheError(operation: operation, reason: "file path \(thumbnail.filePath) is not this cache's path \(finalPath)")
         }
         guard state.withLock({ $0.database != nil }) else { throw CacheError(operation: operation, reason: "the cache is closed") }
+        do {
+            try store(thumbnail, relative: relative)
+        } catch {
+            guard repair(after: error, needingBytes: thumbnail.bytes.count) else {
+                noteWriteFailure(error)
+                throw error
+            }
+            do {
+                try store(thumbnail, relative: relative)
+            } catch {
+                noteWriteFailure(error)
+                throw error
+            }
+        }
+        noteWriteSuccess()
+    }
 
+    /// One attempt: the file under a temporary name, renamed into place, indexed, then eviction.
+    private func store(_ thumbnail: CachedThumbnail, relative: String) throws(CacheError) {
+        let key = thumbnail.key
+        let operation = "insert \(key.digest)"
+        let finalPath = directory + "/" + relative
+
+        makeRoomBeforeWriting(thumbnail.bytes.count)
         // Outside the lock: the whole file under a temporary name in the same folder.
         let shard = directory + "/" + key.digest.prefix(2)
         let temporary = "\(shard)/\(key.digest).tmp-\(getpid())-\(temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
@@ -181,7 +216,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                     }
                     next.totalBytes += thumbnail.bytes.count
                     next.entryCount += 1
-                    try Self.evictRows(&next, budget: byteBudget, directory: directory)
+                    try Self.evictRows(&next, budget: min(byteBudget, next.budgetCap), directory: directory)
                 }
             } catch {
                 // Not indexed: the file must not stay (nor the old row, whose file it replaced).
@@ -260,6 +295,8 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         state.withLock { state in
             state.database?.close()
             state.database = nil
+            state.lock?.release()
+            state.lock = nil
         }
     }
 
@@ -286,18 +323,24 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         }
     }
 
-    /// After an index error: when the index is damaged, rebuild it (the cache starts empty).
-    func recover(from error: SQLiteError, _ state: inout State) {
-        guard error.isCorruption, let database = state.database else { return }
+    /// After an index error: when the index is damaged, rebuild it (the cache starts empty) and
+    /// say so, with what was dropped.
+    func recover(from damage: SQLiteError, _ state: inout State) {
+        guard damage.isCorruption, let database = state.database else { return }
+        let dropped = (entries: state.entryCount, bytes: state.totalBytes)
         database.close()
         state.database = nil
         Self.moveAside(database.path)
-        guard let fresh = try? Self.openIndex(at: database.path) else { return }
-        var rebuilt = State(database: fresh)
-        if (try? Self.reconcile(&rebuilt, directory: directory)) != nil {
-            state = rebuilt
-        } else {
-            fresh.close()
+        do {
+            let rebuilt = try Self.openState(directory: directory, budget: min(byteBudget, state.budgetCap), log: log)
+            state.database = rebuilt.database
+            state.totalBytes = rebuilt.totalBytes
+            state.entryCount = rebuilt.entryCount
+            state.useCounter = rebuilt.useCounter
+            log.warning("cache index \(database.path) was damaged (\(damage)): moved aside to \(Self.indexName).broken and rebuilt empty; "
+                        + "dropped \(dropped.entries) thumbnails (\(dropped.bytes) bytes) it indexed")
+        } catch {
+            log.warning("cache index \(database.path) was damaged (\(damage)) and cannot be rebuilt (\(error)): the disk cache is off")
         }
     }
 

@@ -14,6 +14,9 @@ struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
         let primary = code & 0xff
         return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
     }
+
+    /// The disk (or a quota) is full.
+    var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
 }
 
 /// A value bound to a statement parameter.

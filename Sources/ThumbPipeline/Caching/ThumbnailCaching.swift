@@ -13,12 +13,22 @@ public protocol ThumbnailCaching: AnyObject, Sendable {
 
 /// A cache that cannot do what was asked (the disk is full, the index is unwritable).
 public struct CacheError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        case failed
+        /// Another process holds the cache folder's lock (refused: one process per cache).
+        case inUse
+        /// The disk (or the cache's filesystem) is full: ENOSPC or EDQUOT.
+        case diskFull
+    }
+
     public var operation: String
     public var reason: String
+    public var kind: Kind
 
-    public init(operation: String, reason: String) {
+    public init(operation: String, reason: String, kind: Kind = .failed) {
         self.operation = operation
         self.reason = reason
+        self.kind = kind
     }
 
     public var description: String { "\(operation): \(reason)" }

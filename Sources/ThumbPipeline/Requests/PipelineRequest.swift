@@ -56,6 +56,10 @@ public enum PipelineError: Error, Equatable, Sendable, CustomStringConvertible {
     case notFound(path: String)
     /// Outside the asset root, or not a regular file.
     case forbidden(path: String, reason: String)
+    /// The daemon may not read the asset (EACCES, EPERM): the host's permissions, not the request.
+    case permissionDenied(path: String, reason: String)
+    /// The asset was being written while it was read, twice in a row: ask again shortly.
+    case assetChanging(path: String, reason: String)
     case undecodable(reason: String)
     case tooLarge(reason: String)
     /// The queue is full: retry later.
@@ -68,6 +72,8 @@ public enum PipelineError: Error, Equatable, Sendable, CustomStringConvertible {
         case .cancelled: "cancelled"
         case .notFound(let path): "\(path): no such asset"
         case .forbidden(let path, let reason): "\(path): \(reason)"
+        case .permissionDenied(let path, let reason): "\(path): permission denied: \(reason)"
+        case .assetChanging(_, let reason): "\(reason), twice: try again once it is written"
         case .undecodable(let reason): "not a decodable image: \(reason)"
         case .tooLarge(let reason): "over a limit: \(reason)"
         case .overloaded: "queue full"

@@ -25,7 +25,7 @@ public enum AtomicFile {
             try systemCall("close \(path)") { close(fd) }
         } catch {
             _ = close(fd)
-            _ = unlink(path)
+            _ = try? systemCall("unlink \(path)") { unlink(path) }
             throw error
         }
     }
@@ -41,7 +41,7 @@ public enum AtomicFile {
         do throws(SystemError) {
             try systemCall("rename \(temporary) to \(path)") { rename(temporary, path) }
         } catch {
-            _ = unlink(temporary)
+            _ = try? systemCall("unlink \(temporary)") { unlink(temporary) }
             throw error
         }
     }

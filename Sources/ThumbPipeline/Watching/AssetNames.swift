@@ -77,7 +77,8 @@ func listDirectory(_ absolutePath: String) throws(SystemError) -> [DirectoryEntr
         case Int32(DT_REG): kind = .regularFile
         case Int32(DT_UNKNOWN):
             var status = stat()
-            if fstatat(dirfd(stream), name, &status, AT_SYMLINK_NOFOLLOW) != 0 { continue }
+            let folder = dirfd(stream)
+            if (try? systemCall("fstatat \(name)", { fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) })) == nil { continue }
             switch status.st_mode & S_IFMT {
             case S_IFDIR: kind = .directory
             case S_IFREG: kind = .regularFile

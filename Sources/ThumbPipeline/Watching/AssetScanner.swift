@@ -62,9 +62,12 @@ public enum AssetScanner {
                 case .regularFile:
                     guard AssetNames.isImageName(entry.name) else { continue }
                     var status = stat()
-                    guard lstat(absolute + "/" + entry.name, &status) == 0 else {
+                    let file = absolute + "/" + entry.name
+                    do {
+                        try systemCall("lstat \(path)") { lstat(file, &status) }
+                    } catch {
                         // Gone since the listing: not an asset any more.
-                        if errno != ENOENT { failures.append(.init(path: path, error: SystemError(operation: "lstat \(path)", errno: errno))) }
+                        if error.errno != ENOENT { failures.append(.init(path: path, error: error)) }
                         continue
                     }
                     guard (status.st_mode & S_IFMT) == S_IFREG else { continue }

@@ -14,7 +14,11 @@ import Synchronization
 ///   (`IN_MOVED_TO`), never merely created or modified. Files found by listing a new folder are
 ///   reported even if a writer still has them open; their close is then reported again.
 /// - The handler runs on the watcher thread, one event at a time, in order. A slow handler lets
-///   the kernel queue overflow, which is reported as `.rescan`.
+///   the kernel queue overflow, which is reported as `.rescan` (and logged at warning).
+/// - The root moved away, deleted or replaced (its own events, or its identity at `path`
+///   changing under a renamed parent) drops every watch and is reported `.rescan`; the watcher
+///   then looks for a folder at the root's path every `rootPollSeconds`, watches it again when
+///   one is there and reports `.rescan` once more. Both are logged.
 /// - `stop()` must be called: the thread keeps the watcher alive until then.
 public final class FolderWatcher: @unchecked Sendable {
     public enum Event: Sendable, Hashable {
@@ -24,14 +28,21 @@ public final class FolderWatcher: @unchecked Sendable {
         case removed(path: String)
         /// A folder was deleted or renamed away: everything under it is gone.
         case removedFolder(path: String)
-        /// Events were lost (queue overflow) or the root itself was deleted or moved: the
-        /// consumer must reconcile with `AssetScanner`. After a root deletion or move nothing
-        /// more is reported; create a new watcher once the root exists again.
+        /// Events were lost (queue overflow), or the root itself went away or came back: the
+        /// consumer must reconcile with `AssetScanner`.
         case rescan
     }
 
     public let root: AssetRoot
     private let handler: @Sendable (Event) -> Void
+    private let log: PipelineLog
+    /// How often a lost root is looked for (and a watched one checked), seconds.
+    public let rootPollSeconds: Double
+    /// The root folder being watched (nil: lost, waiting for it to come back).
+    private let watchedRoot = Mutex<FolderIdentity?>(nil)
+    /// Overflows since the last one was logged (watcher thread only), and when that was.
+    private var overflowsUnlogged = 0
+    private var overflowLoggedAt: ContinuousClock.Instant?
     private let inotifyFD: Int32
     /// The stop channel (a socket pair: Glibc's Swift module has neither `pipe2` nor `eventfd`,
     /// and `pipe` + `fcntl` would leak the fds into a concurrent fork): `stop()` writes a byte,
@@ -57,9 +68,12 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Size of the read buffer: room for hundreds of events per read.
     static let bufferSize = 64 * 1024
 
-    public init(root: AssetRoot, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+    public init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
+                handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         self.root = root
         self.handler = handler
+        self.log = log
+        self.rootPollSeconds = rootPollSeconds.isFinite ? min(max(rootPollSeconds, 0.01), 3600) : 2
         inotifyFD = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
         var pipeFDs: [Int32] = [-1, -1]
         do throws(SystemError) {
@@ -149,15 +163,43 @@ public final class FolderWatcher: @unchecked Sendable {
         defer { buffer.deallocate() }
         var fds = [pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0)]
+        let timeoutMilliseconds = Int32(rootPollSeconds * 1000)
         while !isStopping {
             do {
-                try systemCall("poll inotify") { poll(&fds, nfds_t(fds.count), -1) }
+                try systemCall("poll inotify") { poll(&fds, nfds_t(fds.count), timeoutMilliseconds) }
             } catch {
+                log.warning("folder watcher of \(root.path) stops: \(error); thumbnails are still rendered on request")
                 break
             }
             if fds[1].revents != 0 { break }
             if fds[0].revents != 0 { drain(buffer) }
+            if !isStopping { checkRoot() }
         }
+    }
+
+    /// Whether the root at its path is still the folder watched; re-arms once one is back.
+    private func checkRoot() {
+        let current = FolderIdentity(of: root.path)
+        if let watched = watchedRoot.withLock({ $0 }) {
+            // Moved or replaced without an event for the root itself (a parent was renamed).
+            if current != watched { loseRoot("is no longer the folder watched at that path") }
+        } else if current != nil {
+            let failures = addTree("", reportFiles: false)
+            guard !failures.contains(where: { $0.path.isEmpty }), watchedRoot.withLock({ $0 }) != nil else { return }
+            log.notice("asset root \(root.path) is back: watching it again and reconciling the cache with it")
+            handler(.rescan)
+        }
+    }
+
+    /// The root went away: every watch goes, the consumer reconciles, and `checkRoot` looks
+    /// for its return at each poll timeout.
+    private func loseRoot(_ what: String) {
+        guard watchedRoot.withLock({ $0 }) != nil else { return }
+        watchedRoot.withLock { $0 = nil }
+        dropAll()
+        log.warning("asset root \(root.path) \(what): its watch is gone; looking for it every \(rootPollSeconds) s "
+                    + "(thumbnails are still rendered on request)")
+        handler(.rescan)
     }
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -213,6 +255,7 @@ public final class FolderWatcher: @unchecked Sendable {
     func handle(_ event: RawEvent) {
         let mask = event.mask
         if has(mask, IN_Q_OVERFLOW) {
+            noteOverflow()
             resynchronize()
             handler(.rescan)
             return
@@ -220,16 +263,16 @@ public final class FolderWatcher: @unchecked Sendable {
         guard let folder = table.withLock({ $0.paths[event.wd] }) else { return }  // A dropped watch.
         if has(mask, IN_IGNORED) {
             table.withLock { $0.remove(wd: event.wd) }
+            if folder.isEmpty { loseRoot("lost its watch") }
             return
         }
         guard let name = event.name else { return }
         if name.isEmpty {
             // About the watched folder itself; the parent's events cover folders under the root.
             guard folder.isEmpty else { return }
-            if has(mask, IN_DELETE_SELF) || has(mask, IN_MOVE_SELF) || has(mask, IN_UNMOUNT) {
-                dropAll()
-                handler(.rescan)
-            }
+            if has(mask, IN_DELETE_SELF) { loseRoot("was deleted") }
+            if has(mask, IN_MOVE_SELF) { loseRoot("was moved away") }
+            if has(mask, IN_UNMOUNT) { loseRoot("was unmounted") }
             return
         }
         if AssetNames.isHidden(name) { return }
@@ -251,6 +294,18 @@ public final class FolderWatcher: @unchecked Sendable {
                 handler(.changed(path: path))
             }
         }
+    }
+
+    /// Lost events are logged at warning: the first at once, then at most one line a minute
+    /// with the count, so an overflow storm cannot flood the log.
+    private func noteOverflow() {
+        overflowsUnlogged += 1
+        let now = ContinuousClock.now
+        if let last = overflowLoggedAt, now - last < .seconds(60) { return }
+        log.warning("inotify queue of the folder watcher overflowed (\(overflowsUnlogged) time\(overflowsUnlogged == 1 ? "" : "s"), "
+                    + "events lost): rescanning \(root.path); raise fs.inotify.max_queued_events if this repeats")
+        overflowsUnlogged = 0
+        overflowLoggedAt = now
     }
 
     // MARK: - Watches
@@ -281,7 +336,11 @@ public final class FolderWatcher: @unchecked Sendable {
                 }
                 seen.insert(wd)
                 let stale = table.withLock { $0.insert(wd: wd, path: relative) }
-                if let stale { _ = inotify_rm_watch(inotifyFD, stale) }
+                if let stale { unwatch(stale) }
+                if relative.isEmpty {
+                    let identity = FolderIdentity(of: absolute)
+                    watchedRoot.withLock { $0 = identity }
+                }
             } catch {
                 // At run time a folder gone or replaced (ENOENT/ENOTDIR) since it was seen has
                 // its own event coming; `start()` fails on the root or on the watch limit.
@@ -308,10 +367,16 @@ public final class FolderWatcher: @unchecked Sendable {
         return failures
     }
 
+    /// inotify_rm_watch; EINVAL when the kernel dropped the watch already (it is then moot).
+    private func unwatch(_ wd: Int32) {
+        let fd = inotifyFD
+        _ = try? systemCall("inotify_rm_watch \(wd)") { inotify_rm_watch(fd, wd) }
+    }
+
     /// Forgets and unwatches `path` and every folder under it.
     private func dropTree(_ path: String) {
         let removed = table.withLock { $0.removeTree(path) }
-        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }  // EINVAL when already gone.
+        for wd in removed { unwatch(wd) }
     }
 
     private func dropAll() {
@@ -319,7 +384,7 @@ public final class FolderWatcher: @unchecked Sendable {
             defer { table = WatchTable() }
             return Array(table.paths.keys)
         }
-        for wd in removed { _ = inotify_rm_watch(inotifyFD, wd) }
+        for wd in removed { unwatch(wd) }
     }
 
     /// After lost events: watches every folder present now (a re-add of a watched folder gives
@@ -334,7 +399,7 @@ public final class FolderWatcher: @unchecked Sendable {
             for wd in stale { table.remove(wd: wd) }
             return stale
         }
-        for wd in stale { _ = inotify_rm_watch(inotifyFD, wd) }
+        for wd in stale { unwatch(wd) }
     }
 }
 

@@ -23,7 +23,8 @@ struct BatchCommand: ThumbdCommand {
           --json         print the summary as JSON
 
         Idempotent (up-to-date thumbnails are skipped) and resumable (outputs are written atomically).
-        exit status: 0 all rendered; 64 usage; 65 some inputs failed (the rest rendered); 66 no such folder; 78 bad config.
+        exit status: 0 all rendered; 64 usage; 65 some inputs failed (the rest rendered); 66 no such folder;
+        73 cannot open the cache; 75 another thumbd has the cache folder open; 78 bad config.
         """
 
     var configPath: String?
@@ -106,6 +107,9 @@ struct BatchCommand: ThumbdCommand {
         let pipeline: ThumbnailPipeline
         do {
             pipeline = try ThumbnailPipeline(configuration: configuration)
+        } catch let error as CacheError where error.kind == .inUse {
+            Console.error("thumbd batch: \(error.reason): refusing to share it (one process per cache folder)")
+            return .tempFail
         } catch {
             Console.error("thumbd batch: cannot open the cache \(cacheDirectory): \(error)")
             return .cannotCreate

@@ -12,7 +12,8 @@ struct ServeCommand: ThumbdCommand {
         and speaks sd_notify (READY, WATCHDOG, STOPPING) under systemd. SIGHUP reloads the kinds;
         SIGTERM or Ctrl-C stops cleanly. Flags override the config file.
 
-        exit status: 0 stopped cleanly; 64 usage; 71 cannot listen; 73 cannot open the cache; 78 bad config.
+        exit status: 0 stopped cleanly; 64 usage; 71 cannot listen; 73 cannot open the cache; 75 another thumbd
+        has the cache folder open or answers on the socket (nothing of it is touched); 78 bad config.
         """
 
     var options = Daemon.Options()

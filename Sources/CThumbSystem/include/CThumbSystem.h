@@ -1,0 +1,22 @@
+// The system calls Swift cannot make: syscall(2) is variadic, and glibc 2.36 has no openat2 wrapper.
+#ifndef CTHUMB_SYSTEM_H
+#define CTHUMB_SYSTEM_H
+
+#include <stdint.h>
+
+/// openat2(2)'s RESOLVE_* flags (linux/openat2.h), for Swift.
+enum {
+    CThumb_RESOLVE_NO_XDEV = 0x01,
+    CThumb_RESOLVE_NO_MAGICLINKS = 0x02,
+    CThumb_RESOLVE_NO_SYMLINKS = 0x04,
+    CThumb_RESOLVE_BENEATH = 0x08,
+};
+
+/// O_PATH, which the Glibc module does not export (it needs _GNU_SOURCE).
+extern const int CThumb_O_PATH;
+
+/// openat2(directory, path, {flags, 0, resolve}): a descriptor, or -1 with errno set (ENOSYS on
+/// kernels before 5.6, or where the headers lack the call).
+int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t resolve);
+
+#endif

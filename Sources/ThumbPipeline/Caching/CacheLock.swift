@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One process per cache folder: `flock(LOCK_EX | LOCK_NB)` on `thumbd.lock` inside it, held for
+/// as long as the cache is open (the kernel drops it when the process dies, so a crash leaves no
+/// stale lock). Two daemons (or a daemon and a batch) on one folder would evict each other's
+/// files by diverging byte counts; the second is refused instead, naming the holder's pid.
+final class CacheLock {
+    static let fileName = "thumbd.lock"
+
+    let path: String
+    private var descriptor: Int32
+
+    /// Takes the lock of the cache folder `directory`; `CacheError.Kind.inUse` when another
+    /// open file (another process, or another cache in this one) holds it.
+    init(directory: String) throws(CacheError) {
+        path = directory + "/" + Self.fileName
+        let lockPath = path
+        do {
+            descriptor = try systemCall("open \(lockPath)") { open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        } catch {
+            throw DiskCacheFiles.cacheError(error)
+        }
+        let fd = descriptor
+        do {
+            try systemCall("flock \(lockPath)") { flock(fd, LOCK_EX | LOCK_NB) }
+        } catch {
+            let holder = Self.recordedHolder(fd)
+            close(fd)
+            guard error.errno == EWOULDBLOCK else { throw DiskCacheFiles.cacheError(error) }
+            throw CacheError(operation: "lock \(lockPath)",
+                             reason: "the cache folder \(directory) is in use by another thumbd\(holder.map { " (pid \($0))" } ?? "")",
+                             kind: .inUse)
+        }
+        // Who holds it, for the message the next one gets (a hint: the lock is the truth).
+        let text = Array("\(getpid())\n".utf8)
+        _ = try? systemCall("truncate \(lockPath)") { ftruncate(fd, 0) }
+        _ = try? systemCall("write \(lockPath)") { pwrite(fd, text, text.count, 0) }
+    }
+
+    deinit { release() }
+
+    /// Drops the lock (closing the descriptor). Idempotent.
+    func release() {
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = -1
+    }
+
+    /// The pid written by the holder, if readable.
+    private static func recordedHolder(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        guard let count = try? systemCall("read lock", { pread(fd, &buffer, buffer.count, 0) }), count > 0 else { return nil }
+        return Int32(String(decoding: buffer[..<count].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }, as: UTF8.self))
+    }
+}
