@@ -123,12 +123,8 @@ public final class BatchRunner {
                         settle(task, failure: nil)
                     }
                 case .failure(let error):
-                    let permanent = switch error {
-                    case .undecodable, .tooLarge, .notFound, .forbidden, .permissionDenied: true
-                    case .superseded, .cancelled, .overloaded, .shuttingDown, .assetChanging: false
-                    }
                     settle(task, failure: Failure(asset: task.asset, kind: "\(task.kindName)@\(task.scale)x",
-                                                  reason: error.description, isPermanent: permanent))
+                                                  reason: error.description, isPermanent: error.disposition.isPermanent))
                 }
             }
             if ContinuousClock.now - lastProgress > .milliseconds(200) {

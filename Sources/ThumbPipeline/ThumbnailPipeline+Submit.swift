@@ -5,7 +5,7 @@ extension ThumbnailPipeline {
     /// The request path: resolve, look in the caches, then (under the lock) apply the slot's
     /// token rules and answer or attach to a job.
     func prepare(_ request: PipelineRequest, completion: @escaping @Sendable (PipelineResponse) -> Void) -> UInt64? {
-        var lookup: Result<CachedThumbnail?, PipelineError>
+        var lookup: Result<CachedThumbnail?, ThumbFailure>
         var resolved: (absolutePath: String, version: AssetVersion)?
         var key: CacheKey?
         var cacheLevel = 0 // 1 memory, 2 disk
@@ -19,7 +19,7 @@ extension ThumbnailPipeline {
                 lookup = .success(hit)
                 cacheLevel = 1
             } else if let failure = disk.failure(for: found.version) {
-                lookup = .failure(failure.kind == "tooLarge" ? .tooLarge(reason: failure.reason) : .undecodable(reason: failure.reason))
+                lookup = .failure(failure)
             } else if let hit = disk.thumbnail(for: candidate) {
                 memory.insert(hit)
                 lookup = .success(hit)
@@ -28,13 +28,7 @@ extension ThumbnailPipeline {
                 lookup = .success(nil)
             }
         } catch {
-            let refusal: PipelineError = switch error {
-            case .forbidden(let path, let reason): .forbidden(path: path, reason: reason)
-            case .notFound(let path): .notFound(path: path)
-            case .permissionDenied(let path, let reason): .permissionDenied(path: path, reason: reason)
-            case .unreadable(let path, _): .notFound(path: path)
-            }
-            lookup = .failure(refusal)
+            lookup = .failure(ThumbFailure(error))
         }
 
         return locked { state, answers -> UInt64? in

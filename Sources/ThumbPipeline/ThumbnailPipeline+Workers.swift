@@ -84,7 +84,7 @@ extension ThumbnailPipeline {
         }
     }
 
-    private func render(_ jobs: [RenderJob]) -> [Result<CachedThumbnail, PipelineError>] {
+    private func render(_ jobs: [RenderJob]) -> [Result<CachedThumbnail, ThumbFailure>] {
         let first = jobs[0]
         // The shared decode stops only when every job of the group is cancelled.
         if jobs.allSatisfy(\.isCancelled) { return jobs.map { _ in .failure(.cancelled) } }
@@ -108,20 +108,8 @@ extension ThumbnailPipeline {
                 return jobs.allSatisfy(\.isCancelled)
             }
         } catch {
-            let failure: PipelineError
-            switch error {
-            case .cancelled:
-                failure = .cancelled
-            case .tooLarge(let reason):
-                disk.recordFailure(asset, kind: "tooLarge", reason: reason)
-                failure = .tooLarge(reason: reason)
-            case .unsupportedFormat(let reason), .undecodable(let reason):
-                disk.recordFailure(asset, kind: "undecodable", reason: reason)
-                failure = .undecodable(reason: reason)
-            case .encodingFailed(let reason):
-                // Not the source's fault: not remembered as a broken asset.
-                failure = .undecodable(reason: reason)
-            }
+            let failure = ThumbFailure(error)
+            if let record = failure.disposition.negativeRecord { disk.recordFailure(asset, record: record, reason: failure.reason) }
             return jobs.map { _ in .failure(failure) }
         }
         return zip(jobs, thumbnails).map { job, thumbnail in
@@ -141,20 +129,14 @@ extension ThumbnailPipeline {
     /// Opens the asset beneath the root (the path was resolved at submit; whatever is there now
     /// is what counts) and reads it from that one descriptor. A file written while it is read is
     /// read once more; twice changing is `assetChanging` (a transient conflict, not a refusal).
-    func readSource(_ asset: AssetVersion) -> Result<SourceBytes, PipelineError> {
+    func readSource(_ asset: AssetVersion) -> Result<SourceBytes, ThumbFailure> {
         var change = ""
         for _ in 0..<2 {
             let file: AssetFile
             do {
                 file = try assets.openForReading(asset.path)
             } catch {
-                let failure: PipelineError = switch error {
-                case .notFound: .notFound(path: asset.path)
-                case .forbidden(_, let reason): .forbidden(path: asset.path, reason: reason)
-                case .permissionDenied(_, let reason): .permissionDenied(path: asset.path, reason: reason)
-                case .unreadable(_, let reason): .forbidden(path: asset.path, reason: reason)
-                }
-                return .failure(failure)
+                return .failure(ThumbFailure(error))
             }
             sourceOpenedHook?(file.version)
             do {
@@ -162,12 +144,12 @@ extension ThumbnailPipeline {
             } catch {
                 switch error {
                 case .tooLarge(let reason):
-                    disk.recordFailure(file.version, kind: "tooLarge", reason: reason)
+                    disk.recordFailure(file.version, record: .tooLarge, reason: reason)
                     return .failure(.tooLarge(reason: reason))
                 case .changed(let reason):
                     change = reason
                 case .unreadable(let reason):
-                    return .failure(.forbidden(path: asset.path, reason: reason))
+                    return .failure(.unreadable(path: asset.path, reason: reason))
                 }
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbPipeline
 
 /// A request as the transport hands it to the API: the path and query as sent, lower-cased
 /// header names. `APIRequest.parse` decodes and bounds everything.
@@ -47,5 +48,15 @@ public struct HTTPResponse: Sendable {
 
     public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+}
+
+extension HTTPResponse {
+    /// A failure's answer: status, code and `Retry-After` from `ThumbFailure.disposition`, the one table.
+    public static func failure(_ failure: ThumbFailure, message: String? = nil, extra: [String: Any] = [:],
+                               headers: [(String, String)] = []) -> HTTPResponse {
+        let disposition = failure.disposition
+        let retry = disposition.retryAfterSeconds.map { [("Retry-After", String($0))] } ?? []
+        return .error(disposition.httpStatus, disposition.code, message ?? failure.description, extra: extra, headers: retry + headers)
     }
 }

@@ -31,8 +31,6 @@ public final class HTTPServer: @unchecked Sendable {
     /// restarts it, so it is no bound on a request: the request deadline is.
     static let idleTimeoutSeconds: UInt32 = 60
     static let sweepIntervalMilliseconds = 250
-    /// What a request that arrives while stopping is told: the service manager restarts us in about this.
-    static let retryAfterSeconds = 5
     /// Descriptors kept free for everything else (cache files, index, watcher, render inputs).
     static let reservedDescriptors = 256
     /// Requests received before stopping began and not yet fully answered: `drain` waits for these.
@@ -156,8 +154,7 @@ public final class HTTPServer: @unchecked Sendable {
         exchange.started = true
         HTTPConnectionRecord.of(connection)?.requestArrived()
         if exchange.arrivedWhileStopping {
-            return queue(.error(503, "shuttingDown", "the server is stopping",
-                                headers: [("Retry-After", String(Self.retryAfterSeconds))]), on: connection)
+            return queue(.failure(.shuttingDown, message: "the server is stopping"), on: connection)
         }
         if exchange.bodyTooLarge {
             return queue(.error(413, "bodyTooLarge", "request body over \(maxBodyBytes) bytes"), on: connection)

@@ -57,17 +57,11 @@ extension ThumbnailAPI {
         case .failure(let error):
             switch error {
             case .superseded(let current):
-                return .error(409, "superseded", error.description, extra: ["currentToken": current],
-                              headers: [("X-Thumbd-Token", String(current))])
-            case .cancelled: return .error(409, "cancelled", "the slot was released", headers: tokenHeader)
-            case .notFound: return .error(404, "notFound", error.description)
-            case .forbidden: return .error(403, "forbidden", error.description)
-            case .permissionDenied: return .error(403, "permissionDenied", error.description)
-            case .assetChanging: return .error(503, "assetChanging", error.description, headers: [("Retry-After", "1")])
-            case .undecodable: return .error(415, "undecodable", error.description)
-            case .tooLarge: return .error(413, "tooLarge", error.description)
-            case .overloaded: return .error(503, "overloaded", "the render queue is full", headers: [("Retry-After", "1")])
-            case .shuttingDown: return .error(503, "shuttingDown", "the server is shutting down", headers: [("Retry-After", "5")])
+                return .failure(error, extra: ["currentToken": current], headers: [("X-Thumbd-Token", String(current))])
+            case .cancelled:
+                return .failure(error, message: "the slot was released", headers: tokenHeader)
+            default:
+                return .failure(error)
             }
         }
     }

@@ -33,7 +33,7 @@ public final class ThumbnailAPI: Sendable {
             respond(response)
         }
         if shuttingDown.load(ordering: .relaxed) && route != "healthz" {
-            counted(.error(503, "shuttingDown", "the server is shutting down", headers: [("Retry-After", "5")]))
+            counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
         let parsed = APIRequest.parse(request, catalog: catalog.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)

@@ -1,3 +1,5 @@
+import ThumbPipeline
+
 /// The `thumbd` command: dispatches to one subcommand type per verb.
 enum Thumbd {
     static let version = "0.1.0"
@@ -69,5 +71,11 @@ enum ExitCode: Int32 {
     case ioError = 74
     case software = 70
     case osError = 71
+    case noPermission = 77
     case config = 78
+
+    /// A render's failure, as `ThumbFailure.disposition` says.
+    init(_ failure: ThumbFailure) {
+        self = ExitCode(rawValue: failure.disposition.exitCode) ?? .software
+    }
 }

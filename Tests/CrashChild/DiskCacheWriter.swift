@@ -55,7 +55,7 @@ struct DiskCacheWriter {
             case 6, 7:
                 _ = cache.thumbnail(for: key)
             case 8:
-                cache.recordFailure(Self.version(key.assetPath), kind: "decode", reason: "test")
+                cache.recordFailure(Self.version(key.assetPath), record: .undecodable, reason: "test")
             default:
                 cache.removeThumbnails(ofAsset: key.assetPath)
             }

@@ -213,18 +213,18 @@ extension DiskCache {
         do {
             let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
             #expect(cache.failure(for: original) == nil)
-            cache.recordFailure(original, kind: "decode", reason: "truncated JPEG")
+            cache.recordFailure(original, record: .undecodable, reason: "truncated JPEG")
             let failure = try #require(cache.failure(for: original))
-            #expect(failure.kind == "decode" && failure.reason == "truncated JPEG")
+            #expect(failure == .undecodable(reason: "truncated JPEG"))
             #expect(cache.assetPaths() == ["broken.jpg"])
             cache.close()
         }
         let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
         #expect(cache.failure(for: original)?.reason == "truncated JPEG")  // Survives a restart.
         #expect(cache.failure(for: changed) == nil)  // A changed file is tried again.
-        cache.recordFailure(changed, kind: "limits", reason: "too large")
+        cache.recordFailure(changed, record: .tooLarge, reason: "too large")
         #expect(cache.failure(for: original) == nil)
-        #expect(cache.failure(for: changed)?.kind == "limits")
+        #expect(cache.failure(for: changed) == .tooLarge(reason: "too large"))
         cache.removeThumbnails(ofAsset: "broken.jpg")
         #expect(cache.failure(for: changed) == nil)
         #expect(cache.assetPaths().isEmpty)
@@ -253,7 +253,7 @@ extension DiskCache {
         do {
             let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
             try cache.insert(F.thumbnail(cache, key, size: 100))
-            cache.recordFailure(F.version("b.jpg"), kind: "decode", reason: "bad")
+            cache.recordFailure(F.version("b.jpg"), record: .undecodable, reason: "bad")
             index = cache.directory + "/index.sqlite"
             cache.close()
         }

@@ -82,7 +82,7 @@ final class AnswerLog: Sendable {
 
 extension PipelineResponse {
     var thumbnail: CachedThumbnail? { try? result.get() }
-    var error: PipelineError? {
+    var error: ThumbFailure? {
         if case .failure(let error) = result { return error }
         return nil
     }

@@ -78,7 +78,7 @@ struct ServeConfinementTests {
     /// The HTTP side of the failure taxonomy this area adds (the pipeline tests make each happen).
     @Test("the answers: permissionDenied 403, assetChanging 503 + Retry-After, as=path of an unstored file 503")
     func answersForTheNewFailures() throws {
-        func response(_ error: PipelineError) -> HTTPResponse {
+        func response(_ error: ThumbFailure) -> HTTPResponse {
             ThumbnailAPI.httpResponse(for: PipelineResponse(token: nil, result: .failure(error)), asPath: false, ifNoneMatch: nil)
         }
         func code(_ response: HTTPResponse) -> String? {

@@ -115,7 +115,8 @@ public struct AssetRoot: Sendable {
     /// An errno of resolving or opening, as a refusal of `relative`.
     static func refusal(_ code: Int32, _ relative: String, _ detail: String) -> AssetPathError {
         switch code {
-        case ENOENT, ENOTDIR: .notFound(path: relative)
+        // A name longer than the file system allows names nothing: not found, not an I/O error.
+        case ENOENT, ENOTDIR, ENAMETOOLONG: .notFound(path: relative)
         case EXDEV: .forbidden(path: relative, reason: "resolves outside the asset root")
         case ELOOP: .forbidden(path: relative, reason: "too many symlinks, or a link that may not be followed")
         case EACCES, EPERM: .permissionDenied(path: relative, reason: String(cString: strerror(code)))

@@ -7,7 +7,17 @@ import ThumbImaging
 /// the files, eviction.
 extension DiskCache {
     /// PRAGMA user_version of the schema below.
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
+
+    /// Negative entries; `record` is a `NegativeRecord` raw value.
+    static let failuresTable = """
+        CREATE TABLE failures (
+            asset_path TEXT PRIMARY KEY NOT NULL,
+            version TEXT NOT NULL,
+            record INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        );
+        """
 
     static let schema = """
         CREATE TABLE entries (
@@ -23,13 +33,16 @@ extension DiskCache {
         );
         CREATE INDEX entries_by_asset ON entries (asset_path);
         CREATE INDEX entries_by_use ON entries (last_use);
-        CREATE TABLE failures (
-            asset_path TEXT PRIMARY KEY NOT NULL,
-            version TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            reason TEXT NOT NULL
-        );
-        PRAGMA user_version = 1;
+        \(failuresTable)
+        PRAGMA user_version = 2;
+        """
+
+    /// Version 1 kept a failure's kind as text; its negative entries are dropped (they are
+    /// cheap to learn again), its thumbnails kept.
+    static let upgradeFromVersion1 = """
+        DROP TABLE IF EXISTS failures;
+        \(failuresTable)
+        PRAGMA user_version = 2;
         """
 
     /// Opens the index in `directory`, reconciles it with the files and evicts to `budget`. An
@@ -100,6 +113,9 @@ extension DiskCache {
         let database = try SQLiteDatabase(path: path)
         do throws(SQLiteError) {
             try database.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            if try database.scalar("PRAGMA user_version") == 1 {
+                try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion1) }
+            }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:
                 guard try database.scalar("SELECT count(*) FROM sqlite_master") == 0 else {

@@ -47,44 +47,9 @@ public struct PipelineRequest: Sendable {
     }
 }
 
-/// Why a request got no thumbnail.
-public enum PipelineError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// A newer request took the slot (or the token was older than the slot's): never answered with bytes.
-    case superseded(currentToken: UInt64)
-    /// The slot was released, or the pipeline cancelled the work.
-    case cancelled
-    case notFound(path: String)
-    /// Outside the asset root, or not a regular file.
-    case forbidden(path: String, reason: String)
-    /// The daemon may not read the asset (EACCES, EPERM): the host's permissions, not the request.
-    case permissionDenied(path: String, reason: String)
-    /// The asset was being written while it was read, twice in a row: ask again shortly.
-    case assetChanging(path: String, reason: String)
-    case undecodable(reason: String)
-    case tooLarge(reason: String)
-    /// The queue is full: retry later.
-    case overloaded
-    case shuttingDown
-
-    public var description: String {
-        switch self {
-        case .superseded(let token): "superseded by token \(token)"
-        case .cancelled: "cancelled"
-        case .notFound(let path): "\(path): no such asset"
-        case .forbidden(let path, let reason): "\(path): \(reason)"
-        case .permissionDenied(let path, let reason): "\(path): permission denied: \(reason)"
-        case .assetChanging(_, let reason): "\(reason), twice: try again once it is written"
-        case .undecodable(let reason): "not a decodable image: \(reason)"
-        case .tooLarge(let reason): "over a limit: \(reason)"
-        case .overloaded: "queue full"
-        case .shuttingDown: "shutting down"
-        }
-    }
-}
-
 /// The one answer every submitted request gets.
 public struct PipelineResponse: Sendable {
     /// The token the request ran under (issued by the pipeline when the client sent none).
     public var token: UInt64?
-    public var result: Result<CachedThumbnail, PipelineError>
+    public var result: Result<CachedThumbnail, ThumbFailure>
 }

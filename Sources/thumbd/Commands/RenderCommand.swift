@@ -23,7 +23,8 @@ struct RenderCommand: ThumbdCommand {
           --jobs N           parallel renders (default: one per core)
 
         exit status: 0 all rendered; 64 usage; 65 an input is not a decodable image or breaks a limit;
-        66 an input is missing; 73/74 output errors; 78 bad config. With several failures, the first's.
+        66 an input is missing; 70 encoder failure; 73/74 output or I/O errors; 77 an input may not be
+        read; 78 bad config. With several failures, the first's.
         """
 
     var inputs: [String]
@@ -182,17 +183,15 @@ struct RenderCommand: ThumbdCommand {
         do {
             source = try SourceBytes.read(path: input, maxBytes: thumbnailer.limits.maxFileBytes)
         } catch {
-            let code: ExitCode = switch error.kind {
-            case .notFound, .unreadable: .noInput
-            case .tooLarge, .notRegularFile: .dataError
-            }
+            let code = ExitCode(ThumbFailure(error))
             return jobs.map { _ in .failure(Failure(message: error.description, code: code)) }
         }
         let thumbnails: [Thumbnail]
         do {
             thumbnails = try thumbnailer.thumbnails(of: source, requests: requests)
         } catch {
-            return jobs.map { _ in .failure(Failure(message: "\(input): \(error)", code: .dataError)) }
+            let code = ExitCode(ThumbFailure(error))
+            return jobs.map { _ in .failure(Failure(message: "\(input): \(error)", code: code)) }
         }
         return zip(jobs, thumbnails).map { job, thumbnail -> Result<String, Failure> in
             let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")

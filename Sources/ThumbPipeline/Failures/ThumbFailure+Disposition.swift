@@ -1,0 +1,59 @@
+/// What a failure means to each consumer: the one table. HTTP answers, `thumbd` exit codes,
+/// batch verdicts and negative-cache records all read it, so they cannot disagree.
+public struct FailureDisposition: Sendable, Equatable {
+    public var httpStatus: Int
+    /// The `error` field of the JSON body.
+    public var code: String
+    /// sysexits.h status for one-shot commands.
+    public var exitCode: Int32
+    /// Whether a batch job (spool, Redis) fails for good (dead letter) rather than being retried.
+    public var isPermanent: Bool
+    /// Seconds a client should wait before asking again, for 503s.
+    public var retryAfterSeconds: Int? = nil
+    /// What the disk cache remembers for this version of the asset, if anything.
+    public var negativeRecord: NegativeRecord? = nil
+}
+
+/// A failure remembered per asset version, stored as its raw value in SQLite.
+public enum NegativeRecord: Int, Sendable, CaseIterable {
+    case undecodable = 1
+    case tooLarge = 2
+
+    /// The failure a remembered record answers with.
+    public func failure(reason: String) -> ThumbFailure {
+        switch self {
+        case .undecodable: .undecodable(reason: reason)
+        case .tooLarge: .tooLarge(reason: reason)
+        }
+    }
+}
+
+/// sysexits.h statuses thumbd uses.
+public enum SysExit {
+    public static let usage: Int32 = 64, dataError: Int32 = 65, noInput: Int32 = 66, unavailable: Int32 = 69,
+                      software: Int32 = 70, ioError: Int32 = 74, temporaryFailure: Int32 = 75, noPermission: Int32 = 77
+}
+
+extension ThumbFailure {
+    public var disposition: FailureDisposition {
+        typealias D = FailureDisposition
+        return switch self {
+        case .superseded: D(httpStatus: 409, code: "superseded", exitCode: SysExit.temporaryFailure, isPermanent: false)
+        case .cancelled: D(httpStatus: 409, code: "cancelled", exitCode: SysExit.temporaryFailure, isPermanent: false)
+        case .notFound: D(httpStatus: 404, code: "notFound", exitCode: SysExit.noInput, isPermanent: true)
+        case .forbidden: D(httpStatus: 403, code: "forbidden", exitCode: SysExit.dataError, isPermanent: true)
+        case .permissionDenied: D(httpStatus: 403, code: "permissionDenied", exitCode: SysExit.noPermission, isPermanent: true)
+        case .assetChanging: D(httpStatus: 503, code: "assetChanging", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                               retryAfterSeconds: 1)
+        case .unreadable: D(httpStatus: 500, code: "unreadable", exitCode: SysExit.ioError, isPermanent: false)
+        case .undecodable: D(httpStatus: 415, code: "undecodable", exitCode: SysExit.dataError, isPermanent: true,
+                             negativeRecord: .undecodable)
+        case .tooLarge: D(httpStatus: 413, code: "tooLarge", exitCode: SysExit.dataError, isPermanent: true, negativeRecord: .tooLarge)
+        case .encodingFailed: D(httpStatus: 500, code: "encodingFailed", exitCode: SysExit.software, isPermanent: false)
+        case .overloaded: D(httpStatus: 503, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                            retryAfterSeconds: 1)
+        case .shuttingDown: D(httpStatus: 503, code: "shuttingDown", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                              retryAfterSeconds: 5)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import ThumbImaging
+@testable import ThumbPipeline
+
+/// The one failure table (`ThumbFailure.disposition`): its rules hold for every case, a failure
+/// remembered in the disk cache comes back as the same failure, and an index of the previous
+/// schema keeps its thumbnails.
+@Suite("failure table")
+struct FailureTableTests {
+    /// One value of every case.
+    static let everyFailure: [ThumbFailure] = [
+        .superseded(currentToken: 7), .cancelled, .notFound(path: "a.jpg"), .forbidden(path: "../a", reason: "outside"),
+        .permissionDenied(path: "a.jpg", reason: "EACCES"), .assetChanging(path: "a.jpg", reason: "size moved"),
+        .unreadable(path: "a.jpg", reason: "EIO"), .undecodable(reason: "bad huffman"), .tooLarge(reason: "pixels"),
+        .encodingFailed(reason: "png"), .overloaded, .shuttingDown,
+    ]
+
+    @Test("every failure: 503 and only 503 carries Retry-After; a remembered failure is permanent and answers 4xx")
+    func tableRules() {
+        for failure in Self.everyFailure {
+            let disposition = failure.disposition
+            #expect((disposition.httpStatus == 503) == (disposition.retryAfterSeconds != nil), "\(failure)")
+            if disposition.negativeRecord != nil {
+                #expect(disposition.isPermanent && (400..<500).contains(disposition.httpStatus), "\(failure)")
+            }
+            // The host's or thumbd's own trouble is never a client error, and is retried.
+            if disposition.httpStatus >= 500 { #expect(!disposition.isPermanent, "\(failure)") }
+            #expect((64...78).contains(disposition.exitCode), "\(failure)")
+        }
+        // An encoder failure is thumbd's, not the source's: not 415, not remembered, retried.
+        let encoding = ThumbFailure.encodingFailed(reason: "x").disposition
+        #expect(encoding.httpStatus == 500 && encoding.negativeRecord == nil && !encoding.isPermanent)
+    }
+
+    @Test("a negative record answers as the failure that wrote it")
+    func recordsRoundTrip() {
+        for record in NegativeRecord.allCases {
+            let failure = record.failure(reason: "why")
+            #expect(failure.disposition.negativeRecord == record)
+            #expect(failure.reason == "why")
+        }
+    }
+
+    @Test("corpus files that must fail: the render's failure and the remembered one after a restart are the same")
+    func rememberedFailureMatchesTheRender() async throws {
+        let fixture = try PipelineFixture()
+        let broken = try Self.brokenCorpusFiles(count: 6)
+        for (index, file) in broken.enumerated() {
+            try FileManager.default.copyItem(atPath: PipelineFixture.corpus + "/" + file,
+                                             toPath: fixture.assets + "/bad\(index)." + (file.hasSuffix(".png") ? "png" : "jpg"))
+        }
+        let names = broken.indices.map { "bad\($0)." + (broken[$0].hasSuffix(".png") ? "png" : "jpg") } + ["broken.jpg"]
+        var first: [String: ThumbFailure] = [:]
+        do {
+            let pipeline = try fixture.pipeline()
+            let log = AnswerLog()
+            for name in names {
+                pipeline.submit(PipelineRequest(assetPath: name, kind: PipelineFixture.large, scale: 1), completion: log.completion(name))
+            }
+            await log.wait(for: names.count)
+            for name in names { first[name] = try #require(log.response(name)?.error, "\(name) rendered") }
+            pipeline.shutdown()
+        }
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        let log = AnswerLog()
+        for name in names {
+            pipeline.submit(PipelineRequest(assetPath: name, kind: PipelineFixture.large, scale: 1), completion: log.completion(name))
+        }
+        await log.wait(for: names.count)
+        #expect(pipeline.metrics.negativeHits == names.count)
+        for name in names {
+            let rendered = try #require(first[name])
+            #expect(rendered.disposition.negativeRecord != nil, "\(name): \(rendered)")
+            #expect(log.response(name)?.error == rendered, "\(name)")
+        }
+    }
+
+    @Test("an index of schema 1 keeps its thumbnails and drops only its negative entries")
+    func schemaOneIsUpgraded() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("index-v1-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let version = AssetVersion(path: "a.jpg", size: 10, modifiedNanoseconds: 1, inode: 2, device: 3)
+        let key = CacheKey(asset: version, kind: PipelineFixture.large, scale: 1, encoder: EncoderSettings())
+        do {
+            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            try cache.insert(CachedThumbnail(key: key, bytes: [1, 2, 3], filePath: cache.filePath(for: key, format: .png),
+                                             format: .png, width: 1, height: 1))
+            cache.close()
+        }
+        // Turn the failures table back into schema 1's.
+        let database = try SQLiteDatabase(path: directory + "/" + DiskCache.indexName)
+        try database.exec("""
+            DROP TABLE failures;
+            CREATE TABLE failures (asset_path TEXT PRIMARY KEY NOT NULL, version TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL);
+            INSERT INTO failures VALUES ('b.jpg', 'v', 'undecodable', 'old');
+            PRAGMA user_version = 1;
+            """)
+        database.close()
+        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        defer { cache.close() }
+        #expect(cache.thumbnail(for: key)?.bytes == [1, 2, 3])
+        #expect(!FileManager.default.fileExists(atPath: directory + "/" + DiskCache.indexName + ".broken"))
+        cache.recordFailure(version, record: .tooLarge, reason: "pixels")
+        #expect(cache.failure(for: version) == .tooLarge(reason: "pixels"))
+    }
+
+    /// Corpus files the manifest says must fail, half JPEG and half PNG.
+    static func brokenCorpusFiles(count: Int) throws -> [String] {
+        let text = try String(contentsOfFile: PipelineFixture.corpus + "/manifest.tsv", encoding: .utf8)
+        let rows = text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        // 12-bit JPEGs may decode where libjpeg-turbo is built for them: not a must-fail here.
+        let failing = rows.filter { $0.count > 8 && $0[6] == "ERROR" && !$0[8].contains("precision 12") && !$0[8].contains("0xc3") }
+            .map { "\($0[0])/\($0[1])" }
+        try #require(failing.count >= count)
+        return Array(failing.filter { $0.hasSuffix(".jpg") }.prefix(count / 2) + failing.filter { $0.hasSuffix(".png") }.prefix(count / 2))
+    }
+}
