@@ -35,9 +35,10 @@ public final class ThumbnailPipeline: Sendable {
         self.checkpointHook = checkpointHook
         self.sourceOpenedHook = sourceOpenedHook
         self.configuration = configuration
-        assets = try AssetRoot(path: configuration.assetRoot, excluding: [configuration.cacheDirectory])
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
+        // The cache first: its real path (created if need be) is what the asset root excludes.
         disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log)
+        assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
         state = Mutex(PipelineState())
         if startsWorkers { startWorkers() }

@@ -11,7 +11,7 @@ import Glibc
 /// path out of the root, and a file being written while read is a transient 503 (item 14).
 @Suite("thumbd serve: confined reads")
 struct ServeConfinementTests {
-    /// A request is resolved while its asset is a regular file and queued behind a slow render;
+    /// A request is resolved while its asset is a regular file and queued behind slow renders;
     /// then a FIFO takes the asset's name. Before, the render thread blocked in open() for good
     /// (every later miss was 504) and SIGTERM never completed; now the answer is a prompt 403 and
     /// the daemon stops cleanly.
@@ -19,12 +19,15 @@ struct ServeConfinementTests {
     func fifoSwappedInForAQueuedAsset() throws {
         let photos = try ServePaths.largePhotos()
         let daemon = try ServeDaemon(config: ServeDaemon.config(workers: 1),
-                                     assets: ["slow.jpg": photos[0], "small.png": ServePaths.samples + "/pngsuite-basn6a08-alpha.png"])
+                                     assets: ["p0.jpg": photos[0], "p7.jpg": photos[7],
+                                              "small.png": ServePaths.samples + "/pngsuite-basn6a08-alpha.png"])
         try daemon.start()
-        let slow = ServeCurl.background(socket: daemon.socket, "/v1/thumbnails/xx-large/slow.jpg?scale=4")
-        try daemon.waitForMetrics("the slow render running") { $0["thumbd_running_renders"] == 1 }
-        let small = ServeCurl.background(socket: daemon.socket, "/v1/thumbnails/large/small.png")
-        try daemon.waitForMetrics("the small render queued") { $0.queued("visible") == 1 }
+        // Two full-size renders (about a second each) keep the one worker busy; the small request,
+        // at prefetch priority, waits behind both: time enough to swap its file.
+        let slow = try ServeCurl.startBatch(socket: daemon.socket, ["p0", "p7"].map { "/v1/thumbnails/xx-large/\($0).jpg?scale=4" })
+        try daemon.waitForMetrics("the worker busy and a job queued") { $0["thumbd_running_renders"] == 1 && $0.queued("visible") == 1 }
+        let small = ServeCurl.background(socket: daemon.socket, "/v1/thumbnails/large/small.png?priority=prefetch")
+        try daemon.waitForMetrics("the small render queued") { $0.queued("prefetch") == 1 }
         let fifo = daemon.assets + "/small.png"
         #expect(unlink(fifo) == 0 && mkfifo(fifo, 0o644) == 0)
         // Whatever happens, let a reader stuck in open() go, so the test's daemon can be killed.
@@ -32,11 +35,11 @@ struct ServeConfinementTests {
             let writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
             if writer >= 0 { close(writer) }
         }
-        #expect(try slow.result(timeout: 60).status == 200)
+        for result in try slow.finish() { #expect(result.status == 200, "\(result)") }
         let refused = try small.result(timeout: 20)
         #expect(refused.status == 403 && refused.errorCode == "forbidden" && refused.text.contains("not a regular file"), "\(refused.summary)")
         #expect(try daemon.request("/healthz").status == 200)
-        let render = try daemon.request("/v1/thumbnails/normal/slow.jpg", timeout: 20)
+        let render = try daemon.request("/v1/thumbnails/normal/p0.jpg", timeout: 20)
         #expect(render.status == 200, "the render thread is free again: \(render.summary)")
         #expect(daemon.stop(timeout: 20) == 0, "SIGTERM did not complete:\n\(daemon.log)")
     }

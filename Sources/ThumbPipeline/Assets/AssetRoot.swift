@@ -147,6 +147,7 @@ public struct AssetRoot: Sendable {
     /// `realpath` of `path`, or of its nearest existing ancestor followed by the rest.
     static func bestRealPath(_ path: String) -> String {
         if let resolved = try? realPath(path) { return resolved }
+        if !path.hasPrefix("/"), let here = try? realPath(".") { return bestRealPath(here + "/" + path) }
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return path }
         let parent = bestRealPath(String(path[..<slash]))
         return parent + path[slash...]

@@ -34,15 +34,15 @@ public final class FolderWatcher: @unchecked Sendable {
     }
 
     public let root: AssetRoot
-    private let handler: @Sendable (Event) -> Void
-    private let log: PipelineLog
+    let handler: @Sendable (Event) -> Void
+    let log: PipelineLog
     /// How often a lost root is looked for (and a watched one checked), seconds.
     public let rootPollSeconds: Double
     /// The root folder being watched (nil: lost, waiting for it to come back).
-    private let watchedRoot = Mutex<FolderIdentity?>(nil)
+    let watchedRoot = Mutex<FolderIdentity?>(nil)
     /// Overflows since the last one was logged (watcher thread only), and when that was.
-    private var overflowsUnlogged = 0
-    private var overflowLoggedAt: ContinuousClock.Instant?
+    var overflowsUnlogged = 0
+    var overflowLoggedAt: ContinuousClock.Instant?
     private let inotifyFD: Int32
     /// The stop channel (a socket pair: Glibc's Swift module has neither `pipe2` nor `eventfd`,
     /// and `pipe` + `fcntl` would leak the fds into a concurrent fork): `stop()` writes a byte,
@@ -177,32 +177,7 @@ public final class FolderWatcher: @unchecked Sendable {
         }
     }
 
-    /// Whether the root at its path is still the folder watched; re-arms once one is back.
-    private func checkRoot() {
-        let current = FolderIdentity(of: root.path)
-        if let watched = watchedRoot.withLock({ $0 }) {
-            // Moved or replaced without an event for the root itself (a parent was renamed).
-            if current != watched { loseRoot("is no longer the folder watched at that path") }
-        } else if current != nil {
-            let failures = addTree("", reportFiles: false)
-            guard !failures.contains(where: { $0.path.isEmpty }), watchedRoot.withLock({ $0 }) != nil else { return }
-            log.notice("asset root \(root.path) is back: watching it again and reconciling the cache with it")
-            handler(.rescan)
-        }
-    }
-
-    /// The root went away: every watch goes, the consumer reconciles, and `checkRoot` looks
-    /// for its return at each poll timeout.
-    private func loseRoot(_ what: String) {
-        guard watchedRoot.withLock({ $0 }) != nil else { return }
-        watchedRoot.withLock { $0 = nil }
-        dropAll()
-        log.warning("asset root \(root.path) \(what): its watch is gone; looking for it every \(rootPollSeconds) s "
-                    + "(thumbnails are still rendered on request)")
-        handler(.rescan)
-    }
-
-    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     /// Reads and handles events until the inotify fd is empty.
     private func drain(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -296,18 +271,6 @@ public final class FolderWatcher: @unchecked Sendable {
         }
     }
 
-    /// Lost events are logged at warning: the first at once, then at most one line a minute
-    /// with the count, so an overflow storm cannot flood the log.
-    private func noteOverflow() {
-        overflowsUnlogged += 1
-        let now = ContinuousClock.now
-        if let last = overflowLoggedAt, now - last < .seconds(60) { return }
-        log.warning("inotify queue of the folder watcher overflowed (\(overflowsUnlogged) time\(overflowsUnlogged == 1 ? "" : "s"), "
-                    + "events lost): rescanning \(root.path); raise fs.inotify.max_queued_events if this repeats")
-        overflowsUnlogged = 0
-        overflowLoggedAt = now
-    }
-
     // MARK: - Watches
 
     struct WatchFailure {
@@ -318,7 +281,7 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Watches `path` and every folder under it, each watched before it is listed; reports the
     /// images found when `reportFiles`. Returns the folders that could not be watched.
     @discardableResult
-    private func addTree(_ path: String, reportFiles: Bool) -> [WatchFailure] {
+    func addTree(_ path: String, reportFiles: Bool) -> [WatchFailure] {
         var seen = Set<Int32>()
         return addTree(path, reportFiles: reportFiles, seen: &seen)
     }
@@ -379,7 +342,7 @@ public final class FolderWatcher: @unchecked Sendable {
         for wd in removed { unwatch(wd) }
     }
 
-    private func dropAll() {
+    func dropAll() {
         let removed = table.withLock { table in
             defer { table = WatchTable() }
             return Array(table.paths.keys)
@@ -400,42 +363,5 @@ public final class FolderWatcher: @unchecked Sendable {
             return stale
         }
         for wd in stale { unwatch(wd) }
-    }
-}
-
-/// The live folder watches: wd → relative path and back. Holds only watched folders: entries
-/// leave on `IN_IGNORED`, on the parent's delete/move-away event, or on a conflict.
-struct WatchTable {
-    var paths: [Int32: String] = [:]
-    var wds: [String: Int32] = [:]
-
-    /// Records `wd` at `path`. Returns a different wd that was recorded at `path` (a folder
-    /// replaced before its removal was seen), now forgotten, for the caller to unwatch.
-    mutating func insert(wd: Int32, path: String) -> Int32? {
-        if let old = paths[wd], old != path { wds[old] = nil }
-        paths[wd] = path
-        var stale: Int32?
-        if let other = wds[path], other != wd {
-            paths[other] = nil
-            stale = other
-        }
-        wds[path] = wd
-        return stale
-    }
-
-    mutating func remove(wd: Int32) {
-        guard let path = paths.removeValue(forKey: wd) else { return }
-        if wds[path] == wd { wds[path] = nil }
-    }
-
-    /// Forgets `path` and its subfolders; returns their wds.
-    mutating func removeTree(_ path: String) -> [Int32] {
-        let prefix = path + "/"
-        let removed = wds.filter { $0.key == path || $0.key.hasPrefix(prefix) }
-        for (key, wd) in removed {
-            wds[key] = nil
-            paths[wd] = nil
-        }
-        return Array(removed.values)
     }
 }
