@@ -128,27 +128,29 @@ public final class RedisQueue {
             return nil
         }
         do {
-            var job: BatchJob
-            if let json = values["job"] {
-                job = try BatchJob.parse(Data(json.utf8))
-            } else if let asset = values["asset"] {
-                // The fields form goes through the same validation as the JSON form.
-                var object: [String: Any] = ["asset": asset]
-                if let kinds = values["kinds"] { object["kinds"] = kinds.split(separator: ",").map(String.init) }
-                if let scale = values["scale"] { object["scale"] = Int(scale).map { $0 as Any } ?? scale }
-                job = try BatchJob.parse((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
-            } else {
-                throw BatchJob.FormatError(reason: "no 'job' field (JSON) and no 'asset' field")
-            }
+            var job = try Self.job(fromFields: values)
             job.origin = id
             return job
-        } catch let error as BatchJob.FormatError {
+        } catch {
             try finish(id: id, asset: values["asset"] ?? "", failure: "malformed job: \(error.reason)", deadLetter: true, job: text)
             rejected.append((id, error.reason))
             return nil
-        } catch {
-            return nil
         }
+    }
+
+    /// A message's fields as a job: `job` (JSON), or `asset`, `kinds` (comma-separated), `scale`.
+    /// Public for the fuzz target (Fuzz/Doors).
+    public static func job(fromFields values: [String: String]) throws(BatchJob.FormatError) -> BatchJob {
+        if let json = values["job"] {
+            return try BatchJob.parse(Data(json.utf8))
+        } else if let asset = values["asset"] {
+            // The fields form goes through the same validation as the JSON form.
+            var object: [String: Any] = ["asset": asset]
+            if let kinds = values["kinds"] { object["kinds"] = kinds.split(separator: ",").map(String.init) }
+            if let scale = values["scale"] { object["scale"] = Int(scale).map { $0 as Any } ?? scale }
+            return try BatchJob.parse((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+        }
+        throw BatchJob.FormatError(reason: "no 'job' field (JSON) and no 'asset' field")
     }
 
     /// Gives a job back unacknowledged (a failure a retry may cure): after `claimIdle` it is
