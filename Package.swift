@@ -1,4 +1,5 @@
 // swift-tools-version: 6.0
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -35,6 +36,23 @@ let package = Package(
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).
         .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
+        // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
+        .target(name: "FuzzDoors", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"],
+                path: "Fuzz/Doors"),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzDoors"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer executables, one per folder of Fuzz/Targets, in place of the other executables and
+// the tests: only when scripts/fuzz builds (THUMBD_FUZZ=1, with --sanitize fuzzer), since every
+// executable of such a build gets libFuzzer's main and these have no main of their own.
+if Context.environment["THUMBD_FUZZ"] != nil {
+    package.products.removeAll { $0 is Product.Executable }
+    package.targets.removeAll { $0.type == .executable || $0.type == .test }
+    let folder = Context.packageDirectory + "/Fuzz/Targets"
+    for door in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() {
+        package.targets.append(.executableTarget(name: "fuzz-\(door)", dependencies: ["FuzzDoors"], path: "Fuzz/Targets/\(door)",
+                                                 swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+    }
+}

@@ -1,0 +1,46 @@
+/// A boundary where hostile bytes enter thumbd, as a libFuzzer target (`scripts/fuzz`) feeds it.
+///
+/// Each door is a few lines over the closest entry point of today's code, so that it is easy to
+/// repoint at the typed parsers that replace them. A door returns normally for every input that is
+/// refused or accepted; anything else (a trap, a sanitizer report, a hang) is a finding. The
+/// regression tests replay stored crash inputs through the very same `run`.
+public enum FuzzDoor: String, CaseIterable, Sendable {
+    /// A slot name or inline spec (`large@2x`, `48x48@3x,fill,circle`): the `{kind}` of a URL.
+    case slotSpec = "slot-spec"
+    /// A config file (JSON): kinds, limits, encoding, service settings.
+    case kindConfig = "kind-config"
+    /// A sequence of HTTP requests (method, path, query, headers) through the API, without a socket.
+    case httpRequest = "http-request"
+    /// The body of `POST /v1/prefetch`.
+    case prefetchBody = "prefetch-body"
+    /// A line of a jobs file (or a spool job file).
+    case jobLine = "job-line"
+    /// The fields of a Redis Streams message, one per line: name, value, name, value…
+    case redisFields = "redis-fields"
+    /// Source bytes through the Thumbnailer; the two differ in their seeds (and max length).
+    case jpeg, png
+
+    /// Feeds one input to the door.
+    public func run(_ bytes: [UInt8]) {
+        switch self {
+        case .slotSpec: TextDoors.slotSpec(FuzzText.string(bytes))
+        case .kindConfig: TextDoors.kindConfig(bytes)
+        case .httpRequest: HTTPDoors.requests(FuzzText.string(bytes))
+        case .prefetchBody: HTTPDoors.prefetch(body: bytes)
+        case .jobLine: TextDoors.jobLine(bytes)
+        case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
+        case .jpeg, .png: ImageDoors.thumbnails(of: bytes)
+        }
+    }
+
+    /// libFuzzer's callback, shared by every target's `LLVMFuzzerTestOneInput`.
+    public func run(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+        run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
+    }
+}
+
+enum FuzzText {
+    /// Input bytes as the server's text: invalid UTF-8 becomes U+FFFD, as with `String(cString:)`.
+    static func string(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+}

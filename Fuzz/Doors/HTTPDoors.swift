@@ -1,0 +1,76 @@
+import Dispatch
+import Foundation
+import ThumbPipeline
+import ThumbServer
+
+/// The HTTP API without a socket: requests as `HTTPServer` hands them over (path and query
+/// still percent-encoded, as C strings; header names lower-cased, last value wins), answered by a `ThumbnailAPI`
+/// over a fresh pipeline per input, so an input replays the same way every time.
+///
+/// Input: requests separated by an empty line, at most `maxRequests`; each is a line
+/// `METHOD TARGET` (TARGET = path, optionally `?query`) and then `name: value` header lines.
+/// Several requests per input reach what depends on order (a slot's tokens).
+enum HTTPDoors {
+    static let maxRequests = 8
+
+    static func requests(_ text: String) {
+        let blocks = text.components(separatedBy: "\n\n").prefix(maxRequests)
+        FuzzServer.withAPI { api in
+            for block in blocks {
+                guard let request = request(from: block) else { continue }
+                answer(request, by: api)
+            }
+        }
+    }
+
+    static func prefetch(body: [UInt8]) {
+        FuzzServer.withAPI { api in
+            answer(HTTPRequest(method: "POST", path: "/v1/prefetch", headers: ["content-type": "application/json"], body: body), by: api)
+        }
+    }
+
+    /// Every request gets exactly one answer with an HTTP status.
+    static func answer(_ request: HTTPRequest, by api: ThumbnailAPI) {
+        let answer = Answer()
+        api.handle(request) { response in
+            answer.status = response.status
+            answer.arrived.signal()
+        }
+        answer.arrived.wait()
+        precondition((100..<600).contains(answer.status), "answered with status \(answer.status)")
+    }
+
+    /// Written before `arrived` is signalled, read after it is waited for.
+    final class Answer: @unchecked Sendable {
+        var status = 0
+        let arrived = DispatchSemaphore(value: 0)
+    }
+
+    static func request(from block: String) -> HTTPRequest? {
+        var lines = block.split(separator: "\n", omittingEmptySubsequences: false)[...]
+        guard let first = lines.popFirst(), let space = first.firstIndex(of: " ") else { return nil }
+        let method = String(first[..<space])
+        let target = first[first.index(after: space)...]
+        let path = target.firstIndex(of: "?").map { target[..<$0] } ?? target
+        var query: [String: String] = [:]
+        if let mark = target.firstIndex(of: "?") {
+            for item in target[target.index(after: mark)...].split(separator: "&") {
+                let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                query[cString(parts[0])] = parts.count > 1 ? cString(parts[1]) : ""
+            }
+        }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let value = line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })
+            headers[cString(line[..<colon]).lowercased()] = cString(value)
+        }
+        return HTTPRequest(method: cString(method), path: cString(path), query: query, headers: headers)
+    }
+
+    /// libmicrohttpd hands the API C strings, escapes left as they came (the API decodes them
+    /// itself and refuses `%00`): only a raw NUL byte ends them.
+    static func cString(_ text: some StringProtocol) -> String {
+        String(text.prefix { $0 != "\0" })
+    }
+}
