@@ -1,3 +1,8 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension SpoolFolder {
     /// Claims and renders jobs until `incoming/` is empty; each job then moves to `done/` or
     /// `failed/`. Malformed job files are reported (and already in `failed/`).
@@ -19,9 +24,32 @@ extension SpoolFolder {
         }
         var summary = runner.run(jobs) { job, failures in
             guard let origin = job.origin else { return }
-            finish(claimedPath: origin, failure: failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; "))
+            let reason = failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; ")
+            // The failure table decides: one failure a retry may cure sends the job round again.
+            if let reason, failures.contains(where: { !$0.isPermanent }) {
+                retryLater(claimedPath: origin, failure: reason)
+            } else {
+                finish(claimedPath: origin, failure: reason)
+            }
         }
         summary.failures = malformed + summary.failures
         return summary
+    }
+}
+
+extension SpoolFolder {
+    /// Puts a claimed job back into `incoming/`, counted like a take-over, so that a failure that
+    /// is never cured (an unreadable disk) ends in `failed/` after `maxTakeOvers` tries instead of
+    /// going round for ever.
+    func retryLater(claimedPath: String, failure: String) {
+        let claimedName = (claimedPath as NSString).lastPathComponent
+        let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
+        let counter = takeOverCounter(name)
+        let attempts = Self.count(in: FileManager.default.contents(atPath: counter)) + 1
+        guard attempts <= Self.maxTakeOvers else {
+            return finish(claimedPath: claimedPath, failure: "\(failure) (tried \(attempts) times)")
+        }
+        try? Data("\(attempts)\n".utf8).write(to: URL(fileURLWithPath: counter), options: .atomic)
+        rename(claimedPath, incoming + "/" + name)
     }
 }

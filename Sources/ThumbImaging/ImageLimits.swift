@@ -22,10 +22,10 @@ public struct ImageLimits: Sendable, Equatable {
     /// that check this; the renderer checks again).
     func checkOutput(_ size: PixelSize?, scale: Int) throws(ImagingError) {
         guard let size else {
-            throw .tooLarge(reason: "the slot at \(scale)x exceeds \(SlotBounds.maxPixelsPerSide) px a side")
+            throw .outputTooLarge(reason: "the slot at \(scale)x exceeds \(SlotBounds.maxPixelsPerSide) px a side")
         }
         if size.pixelCount > maxOutputPixels {
-            throw .tooLarge(reason: "a \(size) output exceeds the \(maxOutputPixels)-pixel output limit")
+            throw .outputTooLarge(reason: "a \(size) output exceeds the \(maxOutputPixels)-pixel output limit")
         }
     }
 

@@ -7,6 +7,8 @@ public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
     case undecodable(reason: String)
     /// The source breaks a configured limit (pixels, dimension, file size, scans).
     case tooLarge(reason: String)
+    /// The requested output breaks `limits.maxOutputPixels`: a fact about the request, not the source.
+    case outputTooLarge(reason: String)
     /// The caller cancelled the work at a checkpoint.
     case cancelled
     /// The encoder failed (should not happen for valid pixels).
@@ -17,6 +19,7 @@ public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedFormat(let reason): "not a supported image: \(reason)"
         case .undecodable(let reason): "cannot decode: \(reason)"
         case .tooLarge(let reason): "over a limit: \(reason)"
+        case .outputTooLarge(let reason): "output over a limit: \(reason)"
         case .cancelled: "cancelled"
         case .encodingFailed(let reason): "cannot encode: \(reason)"
         }

@@ -74,8 +74,8 @@ extension ThumbnailPipeline {
             }
             switch lookup {
             case .failure(let error):
-                if case .undecodable = error { state.metrics.negativeHits += 1 }
-                if case .tooLarge = error { state.metrics.negativeHits += 1 }
+                // Only a remembered failure gets here as one of the kinds the table remembers.
+                if error.disposition.negativeRecord != nil { state.metrics.negativeHits += 1 }
                 answers.add(completion, .init(token: token, result: .failure(error)))
             case .success(let hit?):
                 if cacheLevel == 1 { state.metrics.memoryHits += 1 } else { state.metrics.diskHits += 1 }

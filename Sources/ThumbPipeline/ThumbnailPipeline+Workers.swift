@@ -144,8 +144,9 @@ extension ThumbnailPipeline {
             } catch {
                 switch error {
                 case .tooLarge(let reason):
-                    disk.recordFailure(file.version, record: .tooLarge, reason: reason)
-                    return .failure(.tooLarge(reason: reason))
+                    let failure = ThumbFailure.tooLarge(reason: reason)
+                    if let record = failure.disposition.negativeRecord { disk.recordFailure(file.version, record: record, reason: reason) }
+                    return .failure(failure)
                 case .changed(let reason):
                     change = reason
                 case .unreadable(let reason):

@@ -27,8 +27,11 @@ final class SpoolWorker: Sendable {
                 Log.error("spool \(root) unusable: \(error)")
                 return
             }
-            let recovered = folder.recoverAbandonedClaims()
-            if recovered > 0 { Log.notice("spool: took up \(recovered) job(s) claimed by a process that died") }
+            let recovery = folder.recoverClaims()
+            if recovery.recovered > 0 { Log.notice("spool: took up \(recovery.recovered) job(s) claimed by a process that died") }
+            for name in recovery.gaveUp {
+                Log.warning("spool: \(DisplayText.truncated(name)) moved to failed/: the renderer died on it \(SpoolFolder.maxTakeOvers + 1) times")
+            }
             let pregenerated = catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
             let runner = BatchRunner(pipeline: pipeline, catalog: catalog,
                                      defaultKinds: pregenerated.isEmpty ? catalog.kinds.keys.sorted() : pregenerated, outputTree: nil)

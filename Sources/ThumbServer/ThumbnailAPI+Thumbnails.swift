@@ -44,8 +44,7 @@ extension ThumbnailAPI {
             }
             if asPath {
                 guard let path = storedPath(thumbnail) else {
-                    return .error(503, "notStored", "the thumbnail is rendered but the cache could not write its file; "
-                                  + "ask again shortly, or without as=path for the bytes", headers: [("Retry-After", "1")] + tokenHeader)
+                    return .failure(.notStored, headers: tokenHeader)
                 }
                 var object: [String: Any] = ["path": path, "bytes": thumbnail.bytes.count, "width": thumbnail.width,
                                              "height": thumbnail.height, "format": thumbnail.format.rawValue,

@@ -136,7 +136,7 @@ struct BoundedValuesTests {
         }
     }
 
-    @Test("the renderer refuses an oversized kind that skipped the doors (tooLarge, no allocation)")
+    @Test("the renderer refuses an oversized kind that skipped the doors (outputTooLarge, no allocation)")
     func rendererChecksTheOutputToo() throws {
         let source = SourceBytes(PNGBuilder.png(width: 8, height: 8, bitDepth: 8, colorType: 2,
                                                 rows: [[UInt8]](repeating: [UInt8](repeating: 200, count: 24), count: 8)))
@@ -145,7 +145,7 @@ struct BoundedValuesTests {
             _ = try Thumbnailer().render(source, request: ThumbnailRequest(kind: kind, scale: 4))
             Issue.record("an 8192x8192 output was rendered")
         } catch {
-            guard case .tooLarge = error else { Issue.record("\(error)"); return }
+            guard case .outputTooLarge = error else { Issue.record("\(error)"); return }
         }
     }
 

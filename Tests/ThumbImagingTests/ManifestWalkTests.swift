@@ -87,7 +87,7 @@ struct ManifestWalkTests {
                 switch error {
                 case .unsupportedFormat(let reason), .undecodable(let reason), .tooLarge(let reason):
                     #expect(!reason.isEmpty, "\(entry.file): empty reason")
-                case .cancelled, .encodingFailed:
+                case .cancelled, .encodingFailed, .outputTooLarge:
                     Issue.record("\(entry.file) @ \(slot): unexpected error kind \(error)")
                 }
             }

@@ -13,6 +13,7 @@ struct FailureTableTests {
         .superseded(currentToken: 7), .cancelled, .notFound(path: "a.jpg"), .forbidden(path: "../a", reason: "outside"),
         .permissionDenied(path: "a.jpg", reason: "EACCES"), .assetChanging(path: "a.jpg", reason: "size moved"),
         .unreadable(path: "a.jpg", reason: "EIO"), .undecodable(reason: "bad huffman"), .tooLarge(reason: "pixels"),
+        .outputTooLarge(reason: "4096x4096"), .notStored,
         .encodingFailed(reason: "png"), .overloaded, .shuttingDown,
     ]
 
@@ -31,6 +32,8 @@ struct FailureTableTests {
         // An encoder failure is thumbd's, not the source's: not 415, not remembered, retried.
         let encoding = ThumbFailure.encodingFailed(reason: "x").disposition
         #expect(encoding.httpStatus == 500 && encoding.negativeRecord == nil && !encoding.isPermanent)
+        // An output over the limit says nothing about the file: other kinds of it still render.
+        #expect(ThumbFailure.outputTooLarge(reason: "x").disposition.negativeRecord == nil)
     }
 
     @Test("a negative record answers as the failure that wrote it")

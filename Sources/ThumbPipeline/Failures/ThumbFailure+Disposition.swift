@@ -49,6 +49,9 @@ extension ThumbFailure {
         case .undecodable: D(httpStatus: 415, code: "undecodable", exitCode: SysExit.dataError, isPermanent: true,
                              negativeRecord: .undecodable)
         case .tooLarge: D(httpStatus: 413, code: "tooLarge", exitCode: SysExit.dataError, isPermanent: true, negativeRecord: .tooLarge)
+        case .outputTooLarge: D(httpStatus: 413, code: "outputTooLarge", exitCode: SysExit.dataError, isPermanent: true)
+        case .notStored: D(httpStatus: 503, code: "notStored", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                           retryAfterSeconds: 1)
         case .encodingFailed: D(httpStatus: 500, code: "encodingFailed", exitCode: SysExit.software, isPermanent: false)
         case .overloaded: D(httpStatus: 503, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
                             retryAfterSeconds: 1)

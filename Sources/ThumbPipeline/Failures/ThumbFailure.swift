@@ -19,8 +19,12 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     /// Not an image thumbd reads, or one its decoder gave up on.
     case undecodable(reason: String)
-    /// The source or the output breaks a configured limit.
+    /// The source breaks a configured limit (remembered for that version of the file).
     case tooLarge(reason: String)
+    /// The requested output breaks `limits.maxOutputPixels` (another kind of the same file may be fine).
+    case outputTooLarge(reason: String)
+    /// Rendered, but the cache could not write its file, so there is no path to name (`as=path`).
+    case notStored
     /// The encoder failed on good pixels: thumbd's fault, not the source's.
     case encodingFailed(reason: String)
     /// The queue is full: retry later.
@@ -38,6 +42,8 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .unreadable(let path, let reason): "\(path): cannot read: \(reason)"
         case .undecodable(let reason): "not a decodable image: \(reason)"
         case .tooLarge(let reason): "over a limit: \(reason)"
+        case .outputTooLarge(let reason): "output over a limit: \(reason)"
+        case .notStored: "the thumbnail is rendered but the cache could not write its file; ask again shortly, or without as=path for the bytes"
         case .encodingFailed(let reason): "cannot encode: \(reason)"
         case .overloaded: "queue full"
         case .shuttingDown: "shutting down"
@@ -50,8 +56,8 @@ extension ThumbFailure {
     public var reason: String {
         switch self {
         case .forbidden(_, let reason), .permissionDenied(_, let reason), .assetChanging(_, let reason),
-             .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .encodingFailed(let reason): reason
-        case .superseded, .cancelled, .notFound, .overloaded, .shuttingDown: description
+             .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason): reason
+        case .superseded, .cancelled, .notFound, .notStored, .overloaded, .shuttingDown: description
         }
     }
 
@@ -60,6 +66,7 @@ extension ThumbFailure {
         switch error {
         case .cancelled: self = .cancelled
         case .tooLarge(let reason): self = .tooLarge(reason: reason)
+        case .outputTooLarge(let reason): self = .outputTooLarge(reason: reason)
         case .unsupportedFormat(let reason), .undecodable(let reason): self = .undecodable(reason: reason)
         case .encodingFailed(let reason): self = .encodingFailed(reason: reason)
         }
