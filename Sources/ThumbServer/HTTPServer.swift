@@ -51,12 +51,16 @@ public final class HTTPServer: @unchecked Sendable {
         Self.makeRoomForDescriptors(connections: listeners.count.multipliedReportingOverflow(by: limit).partialValue)
         let context = Unmanaged.passUnretained(self).toOpaque()
         for listener in listeners {
-            let table = HTTPConnectionTable(connectionLimit: limit, deadline: requestDeadline)
+            let isInternet = Self.isInternet(listener.descriptor)
+            // TCP listeners are loopback only, so most clients share one address and meet the
+            // per-peer cap long before the listener's limit: crowding counts against that cap, or a
+            // flood from 127.0.0.1 would hold every place for it at the relaxed deadline.
+            let table = HTTPConnectionTable(connectionLimit: isInternet ? min(limit, perPeer) : limit, deadline: requestDeadline)
             tables.append(table)
             var settings = CThumb_HTTPSettings(
                 listenDescriptor: listener.descriptor, threads: UInt32(clamping: max(1, threadsPerListener)),
                 connectionLimit: UInt32(clamping: limit),
-                connectionsPerAddress: Self.isInternet(listener.descriptor) ? UInt32(clamping: perPeer) : 0,
+                connectionsPerAddress: isInternet ? UInt32(clamping: perPeer) : 0,
                 connectionMemoryBytes: 64 << 10, idleTimeoutSeconds: Self.idleTimeoutSeconds,
                 handler: httpAccessHandler, handlerContext: context, completed: httpCompletedHandler, completedContext: context,
                 connectionEvents: httpConnectionEvents, connectionEventsContext: Unmanaged.passUnretained(table).toOpaque())

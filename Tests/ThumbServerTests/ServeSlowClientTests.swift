@@ -29,7 +29,7 @@ struct ServeSlowClientTests {
 
     /// Connections the daemon cut at its normal deadline and at its crowded one.
     static func slowClientsCut(_ endpoint: ServeEndpoint) throws -> (normal: Double, crowded: Double) {
-        let answer = ServeRaw.get(endpoint, "/metrics", timeout: 10)
+        let answer = get(endpoint, "/metrics", within: 10)
         guard answer.status == 200 else { throw ServeFailure("GET /metrics on \(endpoint): \(answer)") }
         let metrics = ServeMetrics(String(decoding: answer.body, as: UTF8.self))
         return (metrics[#"thumbd_http_slow_clients_total{deadline="normal"}"#], metrics[#"thumbd_http_slow_clients_total{deadline="crowded"}"#])
@@ -103,6 +103,19 @@ struct ServeSlowClientTests {
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 
+    /// A GET answered within `seconds` in all. A Unix socket whose listen backlog is full refuses
+    /// a connect at once (EAGAIN) where TCP would queue it, so the client tries again, as any
+    /// health checker would, within the same bound.
+    static func get(_ endpoint: ServeEndpoint, _ path: String, within seconds: Double) -> ServeRawAnswer {
+        let start = Date()
+        var answer = ServeRaw.get(endpoint, path, timeout: seconds)
+        while answer.status == 0, case let left = seconds - Date().timeIntervalSince(start), left > 0.1 {
+            usleep(50_000)
+            answer = ServeRaw.get(endpoint, path, timeout: left)
+        }
+        return answer
+    }
+
     /// Probes /healthz on a fresh connection every half second while `flood` runs (and samples
     /// the open connections when `sampled`); returns the answers.
     static func probeHealth(_ endpoint: ServeEndpoint, during flood: ServeSlowClientFlood, sampled: Bool = false,
@@ -110,9 +123,9 @@ struct ServeSlowClientTests {
         var answers: [ServeRawAnswer] = []
         let end = Date().addingTimeInterval(flood.durationSeconds - 1)
         while Date() < end {
-            answers.append(ServeRaw.get(endpoint, "/healthz", timeout: healthBoundSeconds))
+            answers.append(get(endpoint, "/healthz", within: healthBoundSeconds))
             if sampled {
-                let sample = ServeRaw.get(endpoint, "/metrics", timeout: healthBoundSeconds)
+                let sample = get(endpoint, "/metrics", within: healthBoundSeconds)
                 if sample.status == 200 {
                     connectionsSeen.append(ServeMetrics(String(decoding: sample.body, as: UTF8.self))["thumbd_http_connections"])
                 }
@@ -175,7 +188,10 @@ struct ServeSlowClientTests {
         #expect(most <= 256 + 2, "one peer held \(most) connections: \(connectionsSeen)")
         #expect(most >= 200, "the flood never took its share: \(connectionsSeen) (\(report))")
         #expect(report.closedAtOnce > 0, "nothing over the cap was refused: \(report)")
-        #expect(try Self.slowClientsCut(neighbour).normal >= 256, "the held connections were not cut by the deadline: \(report)")
+        // One peer at ¾ of its cap is crowded: its tricklers are cut at the short deadline, not
+        // after the relaxed one (the listener's own limit, 1,024, is never near).
+        let cuts = try Self.slowClientsCut(neighbour)
+        #expect(cuts.crowded >= 256, "the held connections were not cut at the crowded deadline: \(cuts) (\(report))")
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 }
