@@ -136,7 +136,8 @@ public final class Daemon {
     /// pipeline lock that cannot be taken) gets the service restarted.
     func mainLoop(signals: inout sigset_t, api: ThumbnailAPI, pipeline: ThumbnailPipeline) {
         let watchdog = SystemdNotifier.watchdogInterval(environment: environment)
-        let tick = min(1.0, (watchdog ?? 2) / 2)
+        // Half the watchdog interval, kept within 1 ms…1 s: a tiny WATCHDOG_USEC must not spin the loop.
+        let tick = max(0.001, min(1.0, (watchdog ?? 2) / 2))
         var lastStatus = Date.distantPast
         while true {
             var timeout = timespec(tv_sec: Int(tick), tv_nsec: Int((tick - tick.rounded(.down)) * 1e9))
