@@ -19,25 +19,28 @@ let package = Package(
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
-        .target(name: "ThumbImaging", dependencies: ["CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
         .target(name: "CThumbSystem"),
-        .target(name: "ThumbPipeline", dependencies: ["ThumbImaging", "CSQLite", "CThumbSystem"]),
+        // The bottom of the house: the system-call funnel, file identity, whole-file reads and
+        // writes. Everything it declares is `package`: no module exports a syscall as API.
+        .target(name: "ThumbSystem", dependencies: ["CThumbSystem"]),
+        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
+        .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "CSQLite"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
-        .target(name: "ThumbBatch", dependencies: ["ThumbPipeline", "ThumbImaging", "CHiredis"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
+        .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "CHiredis"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
                           path: "Benchmarks/ScrollSimulation"),
-        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbImaging"]),
-        .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbServer", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging"]),
+        .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).
-        .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
+        .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
         // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
-        .target(name: "FuzzDoors", dependencies: ["ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"],
+        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"],
                 path: "Fuzz/Doors"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzDoors"]),
     ],

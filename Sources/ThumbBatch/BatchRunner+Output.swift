@@ -3,6 +3,7 @@ import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 extension BatchRunner {

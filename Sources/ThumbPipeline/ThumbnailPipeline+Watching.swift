@@ -1,4 +1,5 @@
 import ThumbImaging
+import ThumbSystem
 
 extension ThumbnailPipeline {
     /// Reconciles the cache with the asset folder, then follows the folder: new and changed

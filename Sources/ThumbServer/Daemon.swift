@@ -4,6 +4,7 @@ import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// `thumbd serve`: wires config, pipeline, watcher, listeners and HTTP together, then runs the

@@ -5,6 +5,7 @@ import Synchronization
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// How long a client may take to send a whole request (headers and body). libmicrohttpd's own

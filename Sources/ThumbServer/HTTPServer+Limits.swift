@@ -1,6 +1,7 @@
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 extension HTTPServer {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ThumbImaging
 import ThumbPipeline
+import ThumbSystem
 
 /// A bound, listening socket: ours, or passed by the service manager.
 public struct Listener: Sendable {

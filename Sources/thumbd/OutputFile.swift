@@ -1,6 +1,7 @@
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// Why an output could not be written; `exitCode` tells creation failures (73) from I/O (74).

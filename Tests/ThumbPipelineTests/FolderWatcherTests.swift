@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ThumbPipeline
+import ThumbSystem
 
 /// Events a watcher delivered, and a polling wait that gives up after a timeout.
 final class WatchEventLog: Sendable {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ThumbSystem
 
 /// Why a source file could not be read (as opposed to decoded).
 public struct SourceFileError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -15,47 +16,50 @@ extension SourceBytes {
     /// Reads a regular file whole, refusing it from its size (before reading) when it is over
     /// `maxBytes`.
     public static func read(path: String, maxBytes: Int) throws(SourceFileError) -> SourceBytes {
-        // O_NONBLOCK: a FIFO named as input is refused by fstat below instead of blocking the open.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else {
-            let code = errno
-            throw SourceFileError(kind: code == ENOENT || code == ENOTDIR ? .notFound : .unreadable,
-                                  path: path, reason: "cannot open: \(String(cString: strerror(code)))")
+        let descriptor: Int32
+        do throws(SystemError) {
+            // O_NONBLOCK: a FIFO named as input is refused by fstat below instead of blocking the open.
+            descriptor = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
+        } catch {
+            throw SourceFileError(kind: error.errno == ENOENT || error.errno == ENOTDIR ? .notFound : .unreadable,
+                                  path: path, reason: "cannot \(error.description)")
         }
         defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw SourceFileError(kind: .unreadable, path: path, reason: "cannot stat: \(String(cString: strerror(errno)))")
+        let status: FileStatus
+        let mode: mode_t
+        do throws(SystemError) {
+            (status, mode) = try FileStatus.of(descriptor: descriptor, label: path)
+        } catch {
+            throw SourceFileError(kind: .unreadable, path: path, reason: "cannot \(error.description)")
         }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
+        guard (mode & S_IFMT) == S_IFREG else {
             throw SourceFileError(kind: .notRegularFile, path: path, reason: "not a regular file")
         }
-        let size = Int(status.st_size)
-        guard size <= maxBytes else {
-            throw SourceFileError(kind: .tooLarge, path: path, reason: "file is \(size) bytes, over the \(maxBytes)-byte limit")
-        }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, size), alignment: 16)
-        var filled = 0
-        while filled < size {
-            let got = Glibc.read(descriptor, buffer.baseAddress! + filled, size - filled)
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else {
-                let reason = got < 0 ? String(cString: strerror(errno)) : "file shrank while being read"
-                buffer.deallocate()
+        do throws(FileReadError) {
+            return try read(descriptor: descriptor, status: status, maxBytes: maxBytes, label: path)
+        } catch {
+            switch error {
+            case .tooLarge(let reason): throw SourceFileError(kind: .tooLarge, path: path, reason: reason)
+            case .changed(let reason), .unreadable(let reason):
                 throw SourceFileError(kind: .unreadable, path: path, reason: "cannot read: \(reason)")
             }
-            filled += got
         }
-        let fileStatus = FileStatus(size: size,
-                                    modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-                                    inode: UInt64(status.st_ino), device: UInt64(status.st_dev))
-        return SourceBytes(adopting: buffer, count: size, fileStatus: fileStatus)
+    }
+
+    /// Reads an open file whose `fstat` gave `status`, whole, refusing it from its size when it
+    /// is over `maxBytes`, and proving it did not change while read (`WholeFile.read`).
+    package static func read(descriptor: Int32, status: FileStatus, maxBytes: Int, label: String) throws(FileReadError) -> SourceBytes {
+        guard status.size <= maxBytes else {
+            throw .tooLarge(reason: "file is \(status.size) bytes, over the \(maxBytes)-byte limit")
+        }
+        return try filled(count: status.size, fileStatus: status) { (buffer) throws(FileReadError) in
+            try WholeFile.read(descriptor, status: status, label: label, into: buffer)
+        }
     }
 }
 
 extension SourceBytes {
-    /// `count` bytes that `fill` writes into a fresh buffer (the pipeline reads an asset's
-    /// descriptor through its own system-call funnel), identified by `fileStatus`.
+    /// `count` bytes that `fill` writes into a fresh buffer, identified by `fileStatus`.
     public static func filled<Failure: Error>(count: Int, fileStatus: FileStatus,
                                               _ fill: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void) throws(Failure) -> SourceBytes {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)

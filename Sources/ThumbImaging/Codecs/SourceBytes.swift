@@ -1,4 +1,5 @@
 import Foundation
+import ThumbSystem
 
 /// An encoded source image held in memory at a stable address, as the C decoders need.
 public final class SourceBytes: @unchecked Sendable {
@@ -55,21 +56,4 @@ public enum ImageFormat: String, Sendable, Hashable {
 
     public var fileExtension: String { self == .jpeg ? "jpg" : "png" }
     public var mediaType: String { self == .jpeg ? "image/jpeg" : "image/png" }
-}
-
-/// Identity of one version of a file, from `fstat`.
-public struct FileStatus: Sendable, Hashable {
-    /// Bytes.
-    public var size: Int
-    /// Nanoseconds since the epoch.
-    public var modifiedNanoseconds: Int64
-    public var inode: UInt64
-    public var device: UInt64
-
-    public init(size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
-        self.size = size
-        self.modifiedNanoseconds = modifiedNanoseconds
-        self.inode = inode
-        self.device = device
-    }
 }

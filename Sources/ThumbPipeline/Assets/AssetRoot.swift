@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CThumbSystem
+import ThumbSystem
 
 /// Why an asset path was refused or not found.
 public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -60,7 +60,7 @@ public struct AssetRoot: Sendable {
     /// Resolves `relative` (as a client sent it) to an absolute path and its current version,
     /// without reading it (an `O_PATH` descriptor: a FIFO or a device is never opened).
     public func resolve(_ relative: String) throws(AssetPathError) -> (absolutePath: String, version: AssetVersion) {
-        let opened = try open(relative, flags: CThumb_O_PATH)
+        let opened = try open(relative, flags: ConfinedOpen.pathOnly)
         Glibc.close(opened.descriptor)
         return (path + "/" + opened.version.path, opened.version)
     }
@@ -78,7 +78,7 @@ public struct AssetRoot: Sendable {
         let rootDescriptor: Int32
         do throws(SystemError) {
             // Opened per look-up: a root moved away and back (or replaced) is the one at `path` now.
-            rootDescriptor = try systemCall("open asset root \(path)") { Glibc.open(path, CThumb_O_PATH | O_DIRECTORY | O_CLOEXEC) }
+            rootDescriptor = try systemCall("open asset root \(path)") { Glibc.open(path, ConfinedOpen.pathOnly | O_DIRECTORY | O_CLOEXEC) }
         } catch {
             throw Self.refusal(error.errno, relative, error.description)
         }

@@ -1,3 +1,5 @@
+import ThumbSystem
+
 /// One version of an asset: any change to its bytes changes at least one field
 /// (a rewrite in place changes size or mtime; a replace-by-rename changes the inode).
 public struct AssetVersion: Hashable, Sendable, CustomStringConvertible {
@@ -20,4 +22,15 @@ public struct AssetVersion: Hashable, Sendable, CustomStringConvertible {
 
     /// A compact, stable text form (used in cache keys and the index).
     public var description: String { "\(path)|\(size)|\(modifiedNanoseconds)|\(inode)|\(device)" }
+}
+
+extension AssetVersion {
+    /// The file identity part (everything but the path).
+    var fileStatus: FileStatus {
+        FileStatus(size: size, modifiedNanoseconds: modifiedNanoseconds, inode: inode, device: device)
+    }
+
+    init(path: String, _ status: FileStatus) {
+        self.init(path: path, size: status.size, modifiedNanoseconds: status.modifiedNanoseconds, inode: status.inode, device: status.device)
+    }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CThumbSystem
+import ThumbSystem
 
 /// Opens a relative path beneath a directory descriptor so that no step of the resolution can
 /// leave that directory: no `..` above it, no absolute symlink, no symlink whose target climbs
@@ -36,7 +36,7 @@ struct BeneathOpener: Sendable {
 
     /// Probed once: opening "/" by `openat2` fails with ENOSYS (old kernel) or EPERM (filtered).
     static let openat2Works: Bool = {
-        guard let fd = try? systemCall("probe openat2", { CThumb_openat2(AT_FDCWD, "/", UInt64(CThumb_O_PATH | O_CLOEXEC), 0) }) else { return false }
+        guard let fd = try? systemCall("probe openat2", { ConfinedOpen.openat2(AT_FDCWD, "/", flags: ConfinedOpen.pathOnly | O_CLOEXEC, resolve: 0) }) else { return false }
         close(fd)
         return true
     }()
@@ -45,11 +45,10 @@ struct BeneathOpener: Sendable {
     func open(_ components: [Substring], beneath directory: Int32, flags: Int32) throws(SystemError) -> Opened {
         guard method == .openat2 else { return try walk(components, beneath: directory, flags: flags) }
         let lexical = components.joined(separator: "/")
-        let confined = UInt64(CThumb_RESOLVE_BENEATH | CThumb_RESOLVE_NO_MAGICLINKS | CThumb_RESOLVE_NO_SYMLINKS)
         do {
             // Most assets are reached without a symlink: then the path asked for is the path.
             let descriptor = try systemCall("open \(lexical)") {
-                CThumb_openat2(directory, lexical, UInt64(flags), confined)
+                ConfinedOpen.openat2(directory, lexical, flags: flags, resolve: ConfinedOpen.beneathWithoutLinks)
             }
             return Opened(descriptor: descriptor, canonicalPath: lexical)
         } catch where error.errno == ELOOP {
@@ -76,7 +75,7 @@ struct BeneathOpener: Sendable {
                 continue
             }
             let parent = folders.last?.descriptor ?? directory
-            let step = try systemCall("open \(name)") { openat(parent, name, CThumb_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
+            let step = try systemCall("open \(name)") { openat(parent, name, ConfinedOpen.pathOnly | O_NOFOLLOW | O_CLOEXEC) }
             var status = stat()
             do throws(SystemError) {
                 try systemCall("fstat \(name)") { fstat(step, &status) }
@@ -107,7 +106,7 @@ struct BeneathOpener: Sendable {
                     throw SystemError(operation: "open \(name)", errno: ENOTDIR)
                 }
                 let canonical = (folders.map(\.name) + [name]).joined(separator: "/")
-                if flags & CThumb_O_PATH != 0 { return Opened(descriptor: step, canonicalPath: canonical) }
+                if flags & ConfinedOpen.pathOnly != 0 { return Opened(descriptor: step, canonicalPath: canonical) }
                 close(step)
                 let descriptor = try systemCall("open \(canonical)") { openat(parent, name, flags | O_NOFOLLOW) }
                 return Opened(descriptor: descriptor, canonicalPath: canonical)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ThumbImaging
+import ThumbSystem
 
 /// Identifies one thumbnail: asset version, kind geometry, scale, encoder settings and the
 /// pipeline version. A changed file or a changed kind gives a different key, so it can never

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// One process per cache folder: `flock(LOCK_EX | LOCK_NB)` on `thumbd.lock` inside it, held for

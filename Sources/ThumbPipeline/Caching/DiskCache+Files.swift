@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// The disk cache's file operations, all through `systemCall` (EINTR retried, errno kept).

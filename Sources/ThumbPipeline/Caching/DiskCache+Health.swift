@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import ThumbSystem
 
 /// A folder's identity: a folder removed, or replaced by another of the same name, has another.
 struct FolderIdentity: Equatable {

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ThumbImaging
+import ThumbSystem
 
 /// The index: schema, opening (moving a damaged or unknown one aside), reconciliation with
 /// the files, eviction.

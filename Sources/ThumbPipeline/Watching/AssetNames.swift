@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// Which names under the asset root are assets, shared by the scanner and the watcher so that

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ThumbSystem
 #endif
 
 /// Where the pipeline reports what an operator must know and no request shows: an index

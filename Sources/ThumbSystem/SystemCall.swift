@@ -19,7 +19,7 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
 /// (a negative result) becomes a `SystemError` naming the operation.
 @discardableResult
 @inline(__always)
-public func systemCall<Result: BinaryInteger>(_ operation: @autoclosure () -> String,
+package func systemCall<Result: BinaryInteger>(_ operation: @autoclosure () -> String,
                                        _ call: () -> Result) throws(SystemError) -> Result {
     while true {
         let result = call()

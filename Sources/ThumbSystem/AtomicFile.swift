@@ -3,10 +3,10 @@ import Glibc
 #endif
 
 /// Whole-file writes that never leave a partial file under the final name.
-public enum AtomicFile {
+package enum AtomicFile {
     /// Creates `path` (it must not exist), writes `bytes`, optionally sets its modification
     /// time, and fsyncs. On failure the file is removed.
-    public static func writeNew(_ path: String, _ bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
+    package static func writeNew(_ path: String, _ bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
         let fd = try systemCall("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
         do throws(SystemError) {
             var offset = 0
@@ -32,7 +32,7 @@ public enum AtomicFile {
 
     /// Replaces (or creates) `path`: a temporary name in the same folder, fsync, rename.
     /// Readers see the old file or the whole new one, never a part.
-    public static func replace(_ path: String, with bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
+    package static func replace(_ path: String, with bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
         let slash = path.lastIndex(of: "/")
         let folder = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
