@@ -35,6 +35,12 @@ public struct PipelineConfiguration: Sendable {
     public var log = PipelineLog.standardError
     /// How often the watcher looks for an asset root that went away, seconds.
     public var rootPollSeconds: Double = 2
+    /// Decode in sandboxed worker processes (`worker` says which binary); false: in the render threads.
+    public var sandboxed = true
+    /// Address space of one worker process (RLIMIT_AS), bytes.
+    public var workerMemoryBytes: Int = 4 << 30
+    /// Longest one render may take, seconds; past it the worker is killed and the file remembered.
+    public var renderSeconds: Double = 60
 
     public init(assetRoot: String, cacheDirectory: String) {
         self.assetRoot = assetRoot

@@ -59,14 +59,7 @@ public final class Daemon {
         }
         let cacheDirectory = options.cache ?? config.service.cacheDirectory ?? environment["CACHE_DIRECTORY"].map { $0 + "/thumbnails" }
             ?? FileManager.default.currentDirectoryPath + "/thumbd-cache"
-        var configuration = PipelineConfiguration(assetRoot: assets, cacheDirectory: cacheDirectory)
-        configuration.memoryCacheBytes = config.service.memoryCacheBytes
-        configuration.diskCacheBytes = config.service.diskCacheBytes
-        configuration.workers = options.workers ?? config.service.workers ?? max(1, ThumbPipeline.System.processorCount)
-        configuration.maxQueuedJobs = config.service.maxQueuedJobs
-        configuration.limits = config.limits
-        configuration.encoder = config.encoder
-        configuration.tuning = config.shrinkTuning
+        var configuration = PipelineConfiguration(config, assetRoot: assets, cacheDirectory: cacheDirectory, workers: options.workers)
         configuration.pregenerated = Self.pregenerated(config.catalog)
         configuration.log = PipelineLog { level, message in Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message) }
 

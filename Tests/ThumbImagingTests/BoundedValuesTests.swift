@@ -136,6 +136,23 @@ struct BoundedValuesTests {
         }
     }
 
+    @Test("the sandbox's keys: limits.workerMemoryBytes, limits.renderSeconds and sandbox, each held to its range")
+    func sandboxConfig() throws {
+        let json = #"{"sandbox": false, "limits": {"workerMemoryBytes": 536870912, "renderSeconds": 2.5}, "kinds": {}}"#
+        let config = try ThumbConfig.parse(Data(json.utf8), file: "c.json", relativeTo: "/")
+        #expect(!config.service.sandbox && config.service.workerMemoryBytes == 512 << 20 && config.service.renderSeconds == 2.5)
+        let defaults = try ThumbConfig.parse(Data(#"{"kinds": {}}"#.utf8), file: "c.json", relativeTo: "/")
+        #expect(defaults.service.sandbox && defaults.service.renderSeconds == 60)
+        for (key, value) in [("workerMemoryBytes", "1024"), ("workerMemoryBytes", "1e300"), ("renderSeconds", "0"),
+                             ("renderSeconds", "1e9"), ("renderSeconds", "\"10\"")] {
+            let bad = #"{"limits": {"\#(key)": \#(value)}, "kinds": {}}"#
+            #expect { try ThumbConfig.parse(Data(bad.utf8), file: "c.json", relativeTo: "/") } throws: { error in
+                (error as? ConfigError)?.description.contains(key) == true
+            }
+        }
+        #expect(throws: ConfigError.self) { try ThumbConfig.parse(Data(#"{"sandbox": 1, "kinds": {}}"#.utf8), file: "c.json", relativeTo: "/") }
+    }
+
     @Test("the renderer refuses an oversized kind that skipped the doors (outputTooLarge, no allocation)")
     func rendererChecksTheOutputToo() throws {
         let source = SourceBytes(PNGBuilder.png(width: 8, height: 8, bitDepth: 8, colorType: 2,

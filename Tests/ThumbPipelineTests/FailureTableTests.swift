@@ -14,7 +14,8 @@ struct FailureTableTests {
         .permissionDenied(path: "a.jpg", reason: "EACCES"), .assetChanging(path: "a.jpg", reason: "size moved"),
         .unreadable(path: "a.jpg", reason: "EIO"), .undecodable(reason: "bad huffman"), .tooLarge(reason: "pixels"),
         .outputTooLarge(reason: "4096x4096"), .notStored,
-        .encodingFailed(reason: "png"), .overloaded, .shuttingDown,
+        .encodingFailed(reason: "png"), .renderCrashed(reason: "SIGSEGV"), .renderTimedOut(reason: "over 30 s"),
+        .overloaded, .shuttingDown,
     ]
 
     @Test("every failure: 503 and only 503 carries Retry-After; a remembered failure is permanent and answers 4xx")
@@ -22,8 +23,16 @@ struct FailureTableTests {
         for failure in Self.everyFailure {
             let disposition = failure.disposition
             #expect((disposition.httpStatus == 503) == (disposition.retryAfterSeconds != nil), "\(failure)")
-            if disposition.negativeRecord != nil {
-                #expect(disposition.isPermanent && (400..<500).contains(disposition.httpStatus), "\(failure)")
+            // A remembered failure of the file is the client's (4xx, permanent), but for the
+            // renderer's death or deadline: remembered so one file cannot crash-loop the pool, yet
+            // thumbd's trouble (500), which a batch retries until its delivery bound.
+            switch failure {
+            case .renderCrashed, .renderTimedOut:
+                #expect(disposition.negativeRecord != nil && disposition.httpStatus == 500 && !disposition.isPermanent)
+            default:
+                if disposition.negativeRecord != nil {
+                    #expect(disposition.isPermanent && (400..<500).contains(disposition.httpStatus), "\(failure)")
+                }
             }
             // The host's or thumbd's own trouble is never a client error, and is retried.
             if disposition.httpStatus >= 500 { #expect(!disposition.isPermanent, "\(failure)") }

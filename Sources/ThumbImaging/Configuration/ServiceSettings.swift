@@ -23,6 +23,16 @@ public struct ServiceSettings: Sendable, Equatable {
     public var maxWaitMilliseconds = 30_000
     /// A spool folder the daemon drains in the background (batch priority), if any.
     public var spool: String?
+    /// Decode in sandboxed worker processes (the default). `false` decodes in the daemon's own
+    /// threads: only to measure what the sandbox costs.
+    public var sandbox = true
+    /// Address space of one render worker process (RLIMIT_AS), bytes: a decoder's memory bomb
+    /// ends that worker, not the daemon. The default holds the largest decode the image limits
+    /// allow (1 GiB of libjpeg memory, a 256 MiB source, the output's float image) with room.
+    public var workerMemoryBytes = 4 << 30
+    /// Longest one render may take, seconds (wall clock; a worker runs one render on one thread,
+    /// so its CPU time is within it). Past it the worker is killed and the file remembered.
+    public var renderSeconds: Double = 60
 
     public init() {}
 }
@@ -37,6 +47,7 @@ extension ThumbConfig {
             if let bytes = try cache.integer("diskBytes", in: (1 << 20)...(1 << 50)) { config.service.diskCacheBytes = bytes }
         }
         if let workers = try root.integer("workers", in: 1...256) { config.service.workers = workers }
+        if let sandbox = try root.bool("sandbox") { config.service.sandbox = sandbox }
         if let spool = try root.string("spool") { config.service.spool = absolute(spool) }
         if let server = try root.fields("server") {
             try server.allowOnly(["socket", "socketMode", "socketGroup", "listen", "maxConnections", "httpThreads",

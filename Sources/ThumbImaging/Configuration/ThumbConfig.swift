@@ -29,12 +29,17 @@ public struct ThumbConfig: Sendable, Equatable {
     /// used by `load`, by the daemon's reload and by the fuzz target for kind configs.
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "server", "spool"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets
         }
-        if let limits = try root.fields("limits") { config.limits = try parseLimits(limits) }
+        if let limits = try root.fields("limits") {
+            config.limits = try parseLimits(limits)
+            // The worker's bounds live with the image limits in the file, but the daemon enforces them.
+            if let bytes = try limits.integer("workerMemoryBytes", in: (256 << 20)...(1 << 40)) { config.service.workerMemoryBytes = bytes }
+            if let seconds = try limits.number("renderSeconds", in: 0.1...3600, unit: "seconds") { config.service.renderSeconds = seconds }
+        }
         try parseService(root, into: &config, folder: folder)
         if let encoding = try root.fields("encoding") { config.encoder = try parseEncoding(encoding) }
         if let resampling = try root.fields("resampling") {
@@ -59,7 +64,7 @@ public struct ThumbConfig: Sendable, Equatable {
 
     static func parseLimits(_ fields: JSONFields) throws(ConfigError) -> ImageLimits {
         try fields.allowOnly(["maxPixels", "maxDimension", "maxFileBytes", "maxProgressiveScans", "maxDecoderMemoryBytes",
-                              "maxOutputPixels"])
+                              "maxOutputPixels", "workerMemoryBytes", "renderSeconds"])
         var limits = ImageLimits()
         if let value = try fields.integer("maxPixels", in: 1...4_000_000_000) { limits.maxPixels = value }
         if let value = try fields.integer("maxDimension", in: 1...65_500) { limits.maxDimension = value }

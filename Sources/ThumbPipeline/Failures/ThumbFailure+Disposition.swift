@@ -18,12 +18,16 @@ public struct FailureDisposition: Sendable, Equatable {
 public enum NegativeRecord: Int, Sendable, CaseIterable {
     case undecodable = 1
     case tooLarge = 2
+    case renderCrashed = 3
+    case renderTimedOut = 4
 
     /// The failure a remembered record answers with.
     public func failure(reason: String) -> ThumbFailure {
         switch self {
         case .undecodable: .undecodable(reason: reason)
         case .tooLarge: .tooLarge(reason: reason)
+        case .renderCrashed: .renderCrashed(reason: reason)
+        case .renderTimedOut: .renderTimedOut(reason: reason)
         }
     }
 }
@@ -53,6 +57,12 @@ extension ThumbFailure {
         case .notStored: D(httpStatus: 503, code: "notStored", exitCode: SysExit.temporaryFailure, isPermanent: false,
                            retryAfterSeconds: 1)
         case .encodingFailed: D(httpStatus: 500, code: "encodingFailed", exitCode: SysExit.software, isPermanent: false)
+        // Not permanent for a batch: the job is delivered again (and meets the negative entry)
+        // until the queue's own delivery bound dead-letters it.
+        case .renderCrashed: D(httpStatus: 500, code: "renderCrashed", exitCode: SysExit.software, isPermanent: false,
+                               negativeRecord: .renderCrashed)
+        case .renderTimedOut: D(httpStatus: 500, code: "renderTimedOut", exitCode: SysExit.software, isPermanent: false,
+                                negativeRecord: .renderTimedOut)
         case .overloaded: D(httpStatus: 503, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
                             retryAfterSeconds: 1)
         case .shuttingDown: D(httpStatus: 503, code: "shuttingDown", exitCode: SysExit.temporaryFailure, isPermanent: false,

@@ -27,6 +27,11 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case notStored
     /// The encoder failed on good pixels: thumbd's fault, not the source's.
     case encodingFailed(reason: String)
+    /// The render worker process died on this file (a signal, a trap, the memory limit, or an
+    /// answer cut off): the file is remembered so that it cannot crash-loop the pool.
+    case renderCrashed(reason: String)
+    /// The render took longer than `limits.renderSeconds`: the worker was killed, the file remembered.
+    case renderTimedOut(reason: String)
     /// The queue is full: retry later.
     case overloaded
     case shuttingDown
@@ -45,6 +50,8 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .outputTooLarge(let reason): "output over a limit: \(reason)"
         case .notStored: "the thumbnail is rendered but the cache could not write its file; ask again shortly, or without as=path for the bytes"
         case .encodingFailed(let reason): "cannot encode: \(reason)"
+        case .renderCrashed(let reason): "the renderer died on this file: \(reason)"
+        case .renderTimedOut(let reason): "the render took too long: \(reason)"
         case .overloaded: "queue full"
         case .shuttingDown: "shutting down"
         }
@@ -56,7 +63,8 @@ extension ThumbFailure {
     public var reason: String {
         switch self {
         case .forbidden(_, let reason), .permissionDenied(_, let reason), .assetChanging(_, let reason),
-             .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason): reason
+             .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason),
+             .renderCrashed(let reason), .renderTimedOut(let reason): reason
         case .superseded, .cancelled, .notFound, .notStored, .overloaded, .shuttingDown: description
         }
     }

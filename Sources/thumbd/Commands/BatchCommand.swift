@@ -88,11 +88,7 @@ struct BatchCommand: ThumbdCommand {
         }
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
         let cacheDirectory = cache ?? config.service.cacheDirectory ?? home + "/.cache/thumbd/thumbnails"
-        var configuration = PipelineConfiguration(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
-        configuration.workers = workers ?? config.service.workers ?? System.processorCount
-        configuration.limits = config.limits
-        configuration.encoder = config.encoder
-        configuration.tuning = config.shrinkTuning
+        var configuration = PipelineConfiguration(config, assetRoot: assetRoot, cacheDirectory: cacheDirectory, workers: workers)
         configuration.memoryCacheBytes = 8 << 20 // a batch rarely asks twice
         let defaultKinds = kinds ?? {
             let pregenerated = config.catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()

@@ -1,0 +1,20 @@
+import ThumbImaging
+
+extension PipelineConfiguration {
+    /// The one mapping from the config file to a pipeline, for `serve` (and its spool) and
+    /// `batch`: what a command does differently it sets afterwards, in one place of its own.
+    /// `workers` overrides the file's (a command-line flag); nil with neither: one per core.
+    public init(_ config: ThumbConfig, assetRoot: String, cacheDirectory: String, workers: Int? = nil) {
+        self.init(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
+        memoryCacheBytes = config.service.memoryCacheBytes
+        diskCacheBytes = config.service.diskCacheBytes
+        self.workers = workers ?? config.service.workers ?? max(1, System.processorCount)
+        maxQueuedJobs = config.service.maxQueuedJobs
+        limits = config.limits
+        encoder = config.encoder
+        tuning = config.shrinkTuning
+        renderSeconds = config.service.renderSeconds
+        workerMemoryBytes = config.service.workerMemoryBytes
+        sandboxed = config.service.sandbox
+    }
+}
