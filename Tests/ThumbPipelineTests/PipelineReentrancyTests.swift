@@ -76,6 +76,38 @@ import ThumbImaging
         #expect(pipeline.metrics.memoryHits == 1)
         pipeline.shutdown()
     }
+
+    @Test("two completions delivered at once may each submit on the other's slot")
+    func completionsSubmitOnEachOthersSlot() async throws {
+        let pipeline = try fixture.pipeline(paused: true) { $0.workers = 2 }
+        let seen = Arrivals()
+        let inside = Atomic<Int>(0)
+        // Slots on different stripes of the gate, so that each completion holds a stripe the
+        // other's submit would want.
+        let first = SlotID(client: "app", slot: "x")
+        let second = (0...).lazy.map { SlotID(client: "app", slot: "y\($0)") }
+            .first { DeliveryGate.stripe(of: $0) != DeliveryGate.stripe(of: first) }!
+        for (own, other, asset, next) in [(first, second, "img0.jpg", "img2.png"), (second, first, "img1.jpg", "img3.png")] {
+            pipeline.submit(.init(assetPath: asset, kind: PipelineFixture.large, scale: 1, slot: own)) { response in
+                inside.add(1, ordering: .relaxed)
+                let deadline = ContinuousClock.now + .seconds(5)
+                while inside.load(ordering: .relaxed) < 2 && ContinuousClock.now < deadline { usleep(200) }
+                seen.record(own.slot, inside.load(ordering: .relaxed), response)
+                pipeline.submit(.init(assetPath: next, kind: PipelineFixture.large, scale: 1, slot: other)) { response in
+                    seen.record("then " + other.slot, 0, response)
+                }
+            }
+        }
+        pipeline.startWorkers()
+        let all = await seen.wait(for: 4, seconds: 20)
+        #expect(all, "answers so far: \(seen.tags)")
+        guard all else { return }
+        // Both completions ran at once (one worker each) and neither waited for the other.
+        #expect(seen.value(first.slot) == 2 && seen.value(second.slot) == 2)
+        #expect(seen.response("then " + first.slot)?.thumbnail?.key.assetPath == "img3.png")
+        #expect(seen.response("then " + second.slot)?.thumbnail?.key.assetPath == "img2.png")
+        pipeline.shutdown()
+    }
 }
 
 /// Answers recorded from completions on any thread, with a value each completion read.
