@@ -107,8 +107,9 @@ func fling(_ pipeline: ThumbnailPipeline, assets: [String]) async -> FlingResult
             let asset = assets[(tick * options.slots + slot) % assets.count]
             let slotID = SlotID(client: "app", slot: "cell-\(slot)")
             let token = pipeline.submit(.init(assetPath: asset, kind: avatar, scale: 3, priority: .visible, slot: slotID)) { response in
-                // Completions run under the pipeline's lock. Bytes for a token older than one
-                // whose submit already returned would be a stale delivery.
+                // Completions run outside the pipeline's lock, on worker threads or inside
+                // submit. Bytes for a token older than one whose submit already returned would
+                // be a stale delivery (the pipeline's delivery gate promises there are none).
                 log.state.withLock { state in
                     guard let token = response.token else { return }
                     if case .success = response.result, token < state.returned[slot, default: 0] { state.stale += 1 }

@@ -1,82 +1,108 @@
 import ThumbImaging
 
-/// Everything the pipeline's lock guards.
+/// Everything the pipeline's lock guards: the slot rules, the job table, the prefetch groups
+/// and the counters. The tables decide; this type only strings their decisions together where
+/// one touches the other (a finished job frees its waiters' slots, bytes for a slot pin it until
+/// the delivery gate has looked) and counts.
 struct PipelineState {
-    struct WaiterRef: Equatable {
-        let digest: String
-        let waiterID: UInt64
-    }
-
-    struct SlotRecord {
-        var token: UInt64
-        var liveWaiter: WaiterRef?
-        var lastUse: ContinuousClock.Instant
-    }
-
-    var slots: [SlotID: SlotRecord] = [:]
-    /// What the slot table is charged for its entries (`SlotID.tableBytes` summed).
-    var slotTableBytes = 0
-    /// Prefetch batches by id: their waiters, so that a batch can be withdrawn.
-    var groups: [String: [WaiterRef]] = [:]
-    var jobs: [String: JobRecord] = [:]
-    var queue = JobQueue()
-    var queuedJobs = 0
-    var runningRenders = 0
-    var nextID: UInt64 = 0
+    var slots: SlotTable
+    var jobs: JobTable
+    var groups = PrefetchGroups()
     var shuttingDown = false
     var metrics = PipelineMetrics()
 
-    mutating func makeID() -> UInt64 {
-        nextID += 1
-        return nextID
+    init(configuration: PipelineConfiguration) {
+        slots = SlotTable(bounds: .init(maxSlots: configuration.maxSlots, maxTableBytes: configuration.maxSlotTableBytes,
+                                        idleSeconds: configuration.slotIdleSeconds))
+        jobs = JobTable(maxQueuedJobs: configuration.maxQueuedJobs, cancelsAbandonedWork: configuration.cancelsAbandonedWork)
     }
 
-    /// Whether a queue entry still stands for a queued job at that priority.
-    func isLive(_ entry: JobQueue.Entry, _ priority: Priority) -> Bool {
-        guard let record = jobs[entry.digest] else { return false }
-        return record.job.generation == entry.generation && record.phase == .queued && record.priority == priority
+    /// Adds the answer for a request to `answers`: bytes for a request that holds a slot claim go
+    /// through the delivery gate (and pin the slot until then), everything else goes straight out.
+    mutating func answer(_ completion: Completion?, slot: SlotID?, claim: UInt64?, token: UInt64?,
+                         _ result: Result<CachedThumbnail, ThumbFailure>, into answers: inout Answers) {
+        guard let completion else { return }
+        let response = PipelineResponse(token: token, result: result)
+        if case .success = result, let slot, let claim {
+            slots.expectDelivery(to: slot)
+            answers.addGated(completion, response, slot: slot, claim: claim)
+        } else {
+            answers.add(completion, response)
+        }
     }
 
-    /// The most urgent queued job's entry. (The queue is moved out while it asks `isLive`,
-    /// which reads the jobs: one exclusive access at a time.)
-    mutating func popQueued() -> JobQueue.Entry? {
-        var queue = self.queue
-        self.queue = JobQueue()
-        defer { self.queue = queue }
-        return queue.pop { isLive($0, $1) }
+    /// The delivery gate's check (see `DeliveryGate`), counted like the answers it turns into.
+    mutating func admitDelivery(to slot: SlotID, claim: UInt64, token: UInt64?) -> SlotTable.Admission {
+        let admission = slots.admitDelivery(to: slot, claim: claim, token: token)
+        switch admission {
+        case .deliver: break
+        case .superseded: metrics.superseded += 1
+        case .cancelled: metrics.cancelled += 1
+        }
+        return admission
     }
 
-    mutating func compactQueueIfNeeded() {
-        var queue = self.queue
-        self.queue = JobQueue()
-        defer { self.queue = queue }
-        queue.compactIfNeeded(liveCount: queuedJobs) { isLive($0, $1) }
+    /// Removes a waiter from its job (see `JobTable.detach`), counting a dropped job.
+    mutating func detach(_ reference: WaiterRef) -> Waiter? {
+        guard let (waiter, effect) = jobs.detach(reference) else { return nil }
+        if effect == .dropped { metrics.droppedJobs += 1 }
+        return waiter
     }
 
-    /// Makes room for `slot` in a table bounded in count and in bytes (`SlotID.tableBytes`):
-    /// forgets idle slots past `idleSeconds`, then the least recently used idle ones, down to 90%
-    /// of each bound. False when the slots that have a live request leave no room.
-    mutating func makeRoomForSlot(_ slot: SlotID, maxSlots: Int, maxBytes: Int, idleSeconds: Double,
-                                  now: ContinuousClock.Instant) -> Bool {
-        let cost = slot.tableBytes
-        func fits(count: Int, bytes: Int) -> Bool { slots.count < count && slotTableBytes + cost <= bytes }
-        guard !fits(count: maxSlots, bytes: maxBytes) else { return true }
-        let idleMilliseconds = CheckedConversion.clampedInteger(idleSeconds * 1000, to: 0...(1 << 50))
-        let cutoff = now - .milliseconds(idleMilliseconds)
-        slots = slots.filter { $0.value.liveWaiter != nil || $0.value.lastUse > cutoff }
-        slotTableBytes = slots.keys.reduce(0) { $0 + $1.tableBytes }
-        if !fits(count: maxSlots, bytes: maxBytes) {
-            let idle = slots.filter { $0.value.liveWaiter == nil }.sorted { $0.value.lastUse < $1.value.lastUse }
-            for (forgotten, _) in idle where !fits(count: maxSlots * 9 / 10, bytes: maxBytes * 9 / 10) {
-                slots[forgotten] = nil
-                slotTableBytes -= forgotten.tableBytes
+    /// A worker is done with a group of jobs (one decode): counts the renders (CPU shared evenly,
+    /// `cpuSecondsEach`) and answers every waiter of each job with its outcome.
+    mutating func finish(_ jobs: [RenderJob], outcomes: [Result<CachedThumbnail, ThumbFailure>],
+                         cpuSecondsEach: Double, wallSeconds: Double, into answers: inout Answers) {
+        for (job, outcome) in zip(jobs, outcomes) {
+            metrics.renders += 1
+            metrics.renderCPUSeconds += cpuSecondsEach
+            metrics.recordRender(seconds: wallSeconds)
+            if case .failure(.cancelled) = outcome { metrics.abortedRenders += 1 }
+            let waiters = self.jobs.finish(job)
+            if let latency = job.secondsSinceCancel {
+                metrics.cancelLatencySecondsSum += latency
+                metrics.cancelLatencySecondsMax = max(metrics.cancelLatencySecondsMax, latency)
+            }
+            if waiters.isEmpty {
+                metrics.wastedCPUSeconds += cpuSecondsEach
+                metrics.wastedRenders += 1
+            }
+            if case .failure(let error) = outcome, error != .cancelled { metrics.failures += 1 }
+            for waiter in waiters {
+                if let slot = waiter.slot { slots.clearLiveWaiter(of: slot, waiterID: waiter.id) }
+                answer(waiter.completion, slot: waiter.slot, claim: waiter.claim, token: waiter.token, outcome, into: &answers)
             }
         }
-        return fits(count: maxSlots, bytes: maxBytes)
     }
 
-    /// Remembers a new slot (after `makeRoomForSlot` said yes).
-    mutating func insertSlot(_ slot: SlotID, _ record: SlotRecord) {
-        if slots.updateValue(record, forKey: slot) == nil { slotTableBytes += slot.tableBytes }
+    /// Shutdown: queued jobs leave, their waiters are answered `shuttingDown`. False when the
+    /// pipeline was shutting down already.
+    mutating func shutDown(into answers: inout Answers) -> Bool {
+        guard !shuttingDown else { return false }
+        shuttingDown = true
+        for waiter in jobs.removeQueued() {
+            answers.add(waiter, .init(token: waiter.token, result: .failure(.shuttingDown)))
+            if let slot = waiter.slot { slots.clearLiveWaiter(of: slot, waiterID: waiter.id) }
+        }
+        return true
+    }
+}
+
+/// Prefetch batches by id, with their waiters, so that a batch can be withdrawn.
+struct PrefetchGroups {
+    /// Past this many batches, those whose work is all done are forgotten.
+    static let maxGroups = 1024
+
+    private(set) var waiters: [String: [WaiterRef]] = [:]
+
+    mutating func add(_ waiter: WaiterRef, to group: String, isWaiting: (WaiterRef) -> Bool) {
+        waiters[group, default: []].append(waiter)
+        if waiters.count > Self.maxGroups {
+            waiters = waiters.filter { $0.value.contains(where: isWaiting) }
+        }
+    }
+
+    mutating func withdraw(_ group: String) -> [WaiterRef] {
+        waiters.removeValue(forKey: group) ?? []
     }
 }

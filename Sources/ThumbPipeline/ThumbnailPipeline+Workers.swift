@@ -19,21 +19,7 @@ extension ThumbnailPipeline {
             workAvailable.wait()
             let next: [RenderJob]? = state.withLock { state in
                 guard !state.shuttingDown else { return .some([]) }
-                guard let entry = state.popQueued(), let record = state.jobs[entry.digest] else { return nil }
-                // Queued jobs for other kinds of the same asset version ride along: one decode
-                // serves them all (a batch asking for two kinds decodes once).
-                var group = [record.job]
-                for (digest, sibling) in state.jobs where group.count < Self.maxJobsPerDecode
-                    && digest != entry.digest && sibling.phase == .queued && !sibling.parked
-                    && sibling.job.asset == record.job.asset && sibling.job.absolutePath == record.job.absolutePath {
-                    group.append(sibling.job)
-                }
-                for job in group {
-                    state.jobs[job.key.digest]?.phase = .running
-                    state.queuedJobs -= 1
-                    state.runningRenders += 1
-                }
-                return group
+                return state.jobs.popGroup(maxJobs: Self.maxJobsPerDecode)
             }
             switch next {
             case .some(let jobs) where jobs.isEmpty: return // shutting down
@@ -46,7 +32,7 @@ extension ThumbnailPipeline {
     static let maxJobsPerDecode = 8
 
     /// Renders a group of jobs of one asset (one decode) on this worker thread and answers
-    /// their waiters. CPU time is shared evenly among the jobs for the metrics.
+    /// their waiters (after the lock is released). CPU time is shared evenly among the jobs for the metrics.
     func run(_ jobs: [RenderJob]) {
         let wallStart = ContinuousClock.now
         let cpuStart = Self.threadCPUSeconds()
@@ -54,33 +40,7 @@ extension ThumbnailPipeline {
         let cpuSeconds = (Self.threadCPUSeconds() - cpuStart) / Double(jobs.count)
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
         locked { state, answers in
-            for (job, outcome) in zip(jobs, outcomes) {
-                state.runningRenders -= 1
-                state.metrics.renders += 1
-                state.metrics.renderCPUSeconds += cpuSeconds
-                state.metrics.recordRender(seconds: wallSeconds)
-                if case .failure(.cancelled) = outcome { state.metrics.abortedRenders += 1 }
-                var waiters: [Waiter] = []
-                if let record = state.jobs[job.key.digest], record.job === job {
-                    state.jobs[job.key.digest] = nil
-                    waiters = Array(record.waiters.values)
-                }
-                if let latency = job.secondsSinceCancel {
-                    state.metrics.cancelLatencySecondsSum += latency
-                    state.metrics.cancelLatencySecondsMax = max(state.metrics.cancelLatencySecondsMax, latency)
-                }
-                if waiters.isEmpty {
-                    state.metrics.wastedCPUSeconds += cpuSeconds
-                    state.metrics.wastedRenders += 1
-                }
-                if case .failure(let error) = outcome, error != .cancelled { state.metrics.failures += 1 }
-                for waiter in waiters {
-                    if let slot = waiter.slot, state.slots[slot]?.liveWaiter?.waiterID == waiter.id {
-                        state.slots[slot]?.liveWaiter = nil
-                    }
-                    answers.add(waiter, .init(token: waiter.token, result: outcome))
-                }
-            }
+            state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers)
         }
     }
 

@@ -8,8 +8,9 @@ import ThumbImaging
 ///
 /// `submit` runs on the caller's thread and never decodes: it resolves the path, looks in the
 /// caches, and either answers at once or attaches the request to a job. Every submitted request
-/// gets exactly one answer. All bookkeeping sits under one lock, so the rule "a superseded request
-/// is never answered with bytes" is a matter of removing its waiter under that lock.
+/// gets exactly one answer. The bookkeeping (`PipelineState`: the slot table, the job table)
+/// sits under one lock, which only decides; answers are delivered after it is released, through
+/// the `DeliveryGate`, which keeps "a superseded request is never answered with bytes".
 public final class ThumbnailPipeline: Sendable {
     public let configuration: PipelineConfiguration
     let assets: AssetRoot
@@ -17,6 +18,7 @@ public final class ThumbnailPipeline: Sendable {
     let disk: DiskCache
     let thumbnailer: Thumbnailer
     let state: Mutex<PipelineState>
+    let gate = DeliveryGate()
     let workAvailable = DispatchSemaphore(value: 0)
     let workersDone = DispatchGroup()
     /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
@@ -40,19 +42,22 @@ public final class ThumbnailPipeline: Sendable {
         disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log)
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
-        state = Mutex(PipelineState())
+        state = Mutex(PipelineState(configuration: configuration))
         if startsWorkers { startWorkers() }
     }
 
-    /// Submits a request; `completion` is called exactly once, on some thread (at once for
-    /// cache hits and refusals, from a worker otherwise). Returns the request's token when it
-    /// names a slot.
+    /// Submits a request; `completion` is called exactly once, on some thread (before `submit`
+    /// returns for cache hits and refusals, from a worker otherwise). Returns the request's token
+    /// when it names a slot.
     ///
-    /// Completions run while the pipeline's lock is held: that is what makes "superseded means
-    /// never answered with bytes" hold for the caller too — once `submit` of a newer request on
-    /// a slot returns, no older request of that slot can still be handed bytes. So a completion
-    /// must be quick and must not call back into the pipeline (hand the answer to another
-    /// thread, resume a continuation or a suspended connection).
+    /// Completions run outside the pipeline's lock, so a completion may take its time and may
+    /// call back into the pipeline (read `metrics`, submit or release; not `shutdown`, which waits
+    /// for the workers). What such a call answers arrives once the calling completion returned.
+    /// "Superseded means never answered with bytes" still holds for the caller: once `submit` of
+    /// a newer request on a slot has returned, no older request of that slot is handed bytes (it
+    /// is answered `superseded` instead; see `DeliveryGate` for how, and for the one nuance of
+    /// calls made from inside a completion). Do not call `submit` while holding a lock that your
+    /// completions take: `submit` may wait for a completion of its slot that is under way.
     @discardableResult
     public func submit(_ request: PipelineRequest,
                        completion: @escaping @Sendable (PipelineResponse) -> Void) -> UInt64? {
@@ -67,12 +72,14 @@ public final class ThumbnailPipeline: Sendable {
     }
 
     /// The `prepareForReuse` moment: the slot's live request (if any) is answered `cancelled`
-    /// and its work cancelled unless someone else still wants it.
+    /// and its work cancelled unless someone else still wants it. Once `release` has returned,
+    /// no request of the slot made before it is handed bytes.
     public func release(_ slot: SlotID) {
         locked { state, answers in
-            guard let waiter = state.slots[slot]?.liveWaiter else { return }
-            state.slots[slot]?.liveWaiter = nil
-            if let removed = detach(waiter, in: &state) {
+            let (known, live) = state.slots.release(slot)
+            guard known else { return }
+            answers.claimed(slot)
+            if let live, let removed = state.detach(live) {
                 state.metrics.cancelled += 1
                 answers.add(removed, .init(token: removed.token, result: .failure(.cancelled)))
             }
@@ -88,11 +95,8 @@ public final class ThumbnailPipeline: Sendable {
     public var metrics: PipelineMetrics {
         state.withLock { state in
             var metrics = state.metrics
-            metrics.queuedJobs = [:]
-            for record in state.jobs.values where record.phase == .queued {
-                metrics.queuedJobs[record.priority, default: 0] += 1
-            }
-            metrics.runningJobs = state.runningRenders
+            metrics.queuedJobs = state.jobs.queuedJobsByPriority
+            metrics.runningJobs = state.jobs.runningJobs
             metrics.liveSlots = state.slots.count
             return metrics
         }
@@ -104,20 +108,10 @@ public final class ThumbnailPipeline: Sendable {
 
     /// Stops taking work: queued and new requests are answered `shuttingDown`, running renders
     /// finish (or stop at their next checkpoint when nobody waits), workers exit, the index closes.
+    /// Not from a completion: it waits for the workers, whose thread that may be.
     public func shutdown() {
         let workers = locked { state, answers -> Int in
-            guard !state.shuttingDown else { return 0 }
-            state.shuttingDown = true
-            for (digest, record) in state.jobs where record.phase == .queued {
-                for waiter in record.waiters.values {
-                    answers.add(waiter, .init(token: waiter.token, result: .failure(.shuttingDown)))
-                    if let slot = waiter.slot, state.slots[slot]?.liveWaiter?.waiterID == waiter.id {
-                        state.slots[slot]?.liveWaiter = nil
-                    }
-                }
-                state.jobs[digest] = nil
-            }
-            return configuration.workers
+            state.shutDown(into: &answers) ? max(1, configuration.workers) : 0
         }
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()
@@ -126,30 +120,18 @@ public final class ThumbnailPipeline: Sendable {
 }
 
 extension ThumbnailPipeline {
-    /// Runs `body` under the lock and delivers the answers it collected before releasing it.
+    /// Runs `body` under the lock, then, once it is released, delivers the answers it decided.
     func locked<Result>(_ body: (inout PipelineState, inout Answers) -> Result) -> Result {
-        state.withLock { state in
-            var answers = Answers()
-            let result = body(&state, &answers)
-            answers.deliver()
-            return result
+        var answers = Answers()
+        let result = state.withLock { state in body(&state, &answers) }
+        deliver(answers)
+        return result
+    }
+
+    /// Delivers answers decided under the lock (the caller released it) through the gate.
+    func deliver(_ answers: Answers) {
+        gate.deliver(answers) { [self] slot, claim, token in
+            state.withLock { $0.admitDelivery(to: slot, claim: claim, token: token) }
         }
-    }
-}
-
-/// Answers collected while deciding, delivered once the decisions are made.
-struct Answers {
-    private var pending: [(@Sendable (PipelineResponse) -> Void, PipelineResponse)] = []
-
-    mutating func add(_ waiter: Waiter, _ response: PipelineResponse) {
-        if let completion = waiter.completion { pending.append((completion, response)) }
-    }
-
-    mutating func add(_ completion: @escaping @Sendable (PipelineResponse) -> Void, _ response: PipelineResponse) {
-        pending.append((completion, response))
-    }
-
-    func deliver() {
-        for (completion, response) in pending { completion(response) }
     }
 }

@@ -20,6 +20,10 @@ import ThumbImaging
             var wrongAsset: [String] = []
             var lastIndexPerSlot: [SlotID: Int] = [:]
             var submitted: [Int: Submitted] = [:]
+            /// Per slot, the newest step (request index) that took the slot over and whose
+            /// `submit` (or `release`) has returned: bytes for an earlier request are stale.
+            var closedBefore: [SlotID: Int] = [:]
+            var staleDeliveries: [String] = []
         }
         let state = Mutex(State())
     }
@@ -51,6 +55,7 @@ import ThumbImaging
                         let roll = Int.random(in: 0..<20, using: &random)
                         if roll == 0 {
                             pipeline.release(slot)
+                            ledger.state.withLock { $0.closedBefore[slot] = index }
                             continue
                         }
                         // Sometimes a late request arrives with an old token.
@@ -64,14 +69,22 @@ import ThumbImaging
                         pipeline.submit(.init(assetPath: asset, kind: kind, scale: kind.scales[0],
                                               priority: Bool.random(using: &random) ? .visible : .prefetch,
                                               slot: slot, token: token)) { response in
+                            // Some completions take their time (as building a response does): a
+                            // newer submit must still not return before they finish.
+                            if index % 8 == 0 { usleep(300) }
                             ledger.state.withLock { state in
                                 if state.answers[index] != nil { state.duplicateAnswers += 1 }
                                 state.answers[index] = response
                                 if let thumbnail = response.thumbnail, thumbnail.key.assetPath != asset {
                                     state.wrongAsset.append("\(slot) token \(token): asked \(asset), got \(thumbnail.key.assetPath)")
                                 }
+                                if response.thumbnail != nil, let closed = state.closedBefore[slot], closed > index {
+                                    state.staleDeliveries.append("\(slot) token \(token) got bytes after step \(closed) returned")
+                                }
                             }
                         }
+                        // A late token took nothing over; everything else did.
+                        if token > current { ledger.state.withLock { $0.closedBefore[slot] = index } }
                         if step % 50 == 0 { try? await Task.sleep(for: .milliseconds(Int.random(in: 0...3, using: &random))) }
                     }
                 }
@@ -87,6 +100,8 @@ import ThumbImaging
             #expect(state.answers.count == expected, "every request is answered")
             #expect(state.duplicateAnswers == 0, "no request is answered twice")
             #expect(state.wrongAsset.isEmpty, "\(state.wrongAsset.prefix(5))")
+            // Once a newer submit (or a release) of a slot returned, no older request got bytes.
+            #expect(state.staleDeliveries.isEmpty, "\(state.staleDeliveries.count) stale: \(state.staleDeliveries.prefix(5))")
             for (index, response) in state.answers {
                 guard let request = requests[index] else { continue }
                 // The answer carries the request's own token.

@@ -5,8 +5,8 @@ import Glibc
 import ThumbImaging
 
 /// One unit of render work, shared by every request that wants the same key (coalescing).
-/// Its waiters and priority live in the pipeline's locked state; only the cancel flag is
-/// read from the worker without the lock, at the decoder's checkpoints.
+/// Its waiters and priority live in the job table (under the pipeline's lock); only the cancel
+/// flag is read from the worker without the lock, at the decoder's checkpoints.
 final class RenderJob: Sendable {
     let key: CacheKey
     let asset: AssetVersion
@@ -50,9 +50,19 @@ struct Waiter {
     let id: UInt64
     let slot: SlotID?
     let token: UInt64?
+    /// The slot claim the request holds (`SlotTable.Claim`): what the delivery gate compares,
+    /// since tokens alone can be equal (a saturated token, a client resending its own).
+    var claim: UInt64? = nil
     let priority: Priority
     /// nil for fire-and-forget work (pre-rendering, batch): it keeps the job alive but is told nothing.
     let completion: (@Sendable (PipelineResponse) -> Void)?
+}
+
+/// Names one waiter of one job, for the tables that point at waiters without owning them
+/// (a slot's live request, a prefetch group).
+struct WaiterRef: Hashable {
+    let digest: String
+    let waiterID: UInt64
 }
 
 /// The locked part of a job.
