@@ -58,7 +58,7 @@ public final class BatchRunner {
         var scale: Int
     }
 
-    /// Results handed from pipeline completions (which run under the pipeline's lock) to this thread.
+    /// Results handed from pipeline completions (on the pipeline's threads) to this thread.
     final class Inbox: Sendable {
         let results = Mutex<[(Task, PipelineResponse)]>([])
         let arrived = DispatchSemaphore(value: 0)
