@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
+        .systemLibrary(name: "CSeccomp", path: "Sources/CSeccomp"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
@@ -25,6 +26,10 @@ let package = Package(
         // writes. Everything it declares is `package`: no module exports a syscall as API.
         .target(name: "ThumbSystem", dependencies: ["CThumbSystem"]),
         .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
+        // SCM_RIGHTS (CMSG_* macros), prctl, posix_spawn's closefrom and the seccomp allow-list.
+        .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
+        // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
+        .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"]),
         .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "CSQLite"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
@@ -37,10 +42,14 @@ let package = Package(
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).
         .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
+        // The render worker with a fault hook (trap, loop, alloc, …) that the worker tests launch;
+        // the production thumbd never passes one.
+        .executableTarget(name: "thumbd-test-worker", dependencies: ["CThumbSystem", "ThumbSystem", "ThumbImaging", "ThumbWorker"], path: "Tests/TestWorker"),
         // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
-        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"],
+        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch", "ThumbWorker"],
                 path: "Fuzz/Doors"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzDoors"]),
     ],

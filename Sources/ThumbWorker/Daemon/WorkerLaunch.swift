@@ -1,0 +1,39 @@
+/// How the daemon starts a render worker: which executable (the `thumbd` binary itself with its
+/// internal worker subcommand, or a test worker), and the limits the worker applies to itself.
+public struct WorkerLaunch: Sendable, Equatable {
+    /// Absolute path of the executable (`posix_spawn` does no PATH search).
+    public var executablePath: String
+    /// Arguments after argv[0] (which is `executablePath`).
+    public var arguments: [String]
+    /// RLIMIT_AS of each worker, bytes (`limits.workerMemoryBytes`); 0: none.
+    public var memoryLimitBytes: Int
+    /// Longest wait for a new worker's hello, seconds.
+    public var helloTimeoutSeconds: Double
+    /// Added to the worker's otherwise minimal environment (`SWIFT_BACKTRACE=enable=no` and the
+    /// memory limit), NAME=VALUE each.
+    public var extraEnvironment: [String]
+
+    public init(executablePath: String, arguments: [String], memoryLimitBytes: Int, helloTimeoutSeconds: Double = 5,
+                extraEnvironment: [String] = []) {
+        self.executablePath = executablePath
+        self.arguments = arguments
+        self.memoryLimitBytes = memoryLimitBytes
+        self.helloTimeoutSeconds = helloTimeoutSeconds
+        self.extraEnvironment = extraEnvironment
+    }
+
+    /// The worker's whole environment. SWIFT_BACKTRACE=enable=no: a trap dies at once instead of
+    /// spending seconds in the backtracer (which could not work in the sandbox anyway).
+    var environment: [String] {
+        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"] + extraEnvironment
+    }
+}
+
+/// Why no worker could be started.
+public struct WorkerSpawnError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var reason: String
+
+    public init(reason: String) { self.reason = reason }
+
+    public var description: String { "cannot start a render worker: \(reason)" }
+}

@@ -1,0 +1,188 @@
+import ThumbImaging
+import ThumbSystem
+
+// The imaging values of a render order, field by field. Numbers travel whole (bit patterns for
+// doubles): the worker must render exactly what the daemon would have rendered in process, and
+// every value that decoding accepts is one `Thumbnailer` already handles without trapping. Enums
+// travel as tags that must name a case. `WorkerProtocolTests` counts each type's stored
+// properties, so a field added to one of them fails a test until it is carried here.
+
+extension FrameWriter {
+    mutating func fileStatus(_ status: FileStatus) {
+        int(status.size)
+        uint64(UInt64(bitPattern: status.modifiedNanoseconds))
+        uint64(status.inode)
+        uint64(status.device)
+    }
+
+    mutating func limits(_ limits: ImageLimits) {
+        int(limits.maxPixels)
+        int(limits.maxDimension)
+        int(limits.maxFileBytes)
+        int(limits.maxProgressiveScans)
+        int(limits.maxDecoderMemoryBytes)
+        int(limits.maxOutputPixels)
+    }
+
+    mutating func tuning(_ tuning: ShrinkPlan.Tuning) {
+        double(tuning.dctMargin)
+        double(tuning.boxMargin)
+    }
+
+    mutating func request(_ request: ThumbnailRequest) {
+        kind(request.kind)
+        int(request.scale)
+        encoder(request.encoder)
+        bool(request.appliesOrientation)
+    }
+
+    mutating func kind(_ kind: SlotKind) {
+        string(kind.name)
+        double(kind.widthPoints)
+        double(kind.heightPoints)
+        let scales = kind.scales.prefix(WorkerProtocol.maxScalesPerKind)
+        count(scales.count)
+        for scale in scales { int(scale) }
+        uint8(ContentModeTag(kind.mode).rawValue)
+        switch kind.mask {
+        case .none: uint8(MaskTag.none.rawValue)
+        case .circle: uint8(MaskTag.circle.rawValue)
+        case .cornerRadius(let points):
+            uint8(MaskTag.cornerRadius.rawValue)
+            double(points)
+        }
+        bool(kind.upscale)
+        bool(kind.pregenerate)
+    }
+
+    mutating func encoder(_ settings: EncoderSettings) {
+        uint8(EncoderFormatTag(settings.format).rawValue)
+        int(settings.jpegQuality)
+        bool(settings.jpegProgressive)
+        int(settings.pngCompressionLevel)
+    }
+}
+
+extension FrameReader {
+    mutating func fileStatus(_ field: String) throws(WorkerProtocolError) -> FileStatus {
+        let size = try int(field + ".size")
+        guard size >= 0 else { throw WorkerProtocolError(field: field + ".size", problem: "negative (\(size))") }
+        return FileStatus(size: size, modifiedNanoseconds: Int64(bitPattern: try uint64(field + ".modifiedNanoseconds")),
+                          inode: try uint64(field + ".inode"), device: try uint64(field + ".device"))
+    }
+
+    mutating func limits(_ field: String) throws(WorkerProtocolError) -> ImageLimits {
+        var limits = ImageLimits()
+        limits.maxPixels = try int(field + ".maxPixels")
+        limits.maxDimension = try int(field + ".maxDimension")
+        limits.maxFileBytes = try int(field + ".maxFileBytes")
+        limits.maxProgressiveScans = try int(field + ".maxProgressiveScans")
+        limits.maxDecoderMemoryBytes = try int(field + ".maxDecoderMemoryBytes")
+        limits.maxOutputPixels = try int(field + ".maxOutputPixels")
+        return limits
+    }
+
+    mutating func tuning(_ field: String) throws(WorkerProtocolError) -> ShrinkPlan.Tuning {
+        var tuning = ShrinkPlan.Tuning()
+        tuning.dctMargin = try double(field + ".dctMargin")
+        tuning.boxMargin = try double(field + ".boxMargin")
+        return tuning
+    }
+
+    mutating func request(_ field: String) throws(WorkerProtocolError) -> ThumbnailRequest {
+        let kind = try kind(field + ".kind")
+        let scale = try int(field + ".scale")
+        let encoder = try encoder(field + ".encoder")
+        return ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, appliesOrientation: try bool(field + ".appliesOrientation"))
+    }
+
+    mutating func kind(_ field: String) throws(WorkerProtocolError) -> SlotKind {
+        let name = try string(field + ".name")
+        let width = try double(field + ".widthPoints")
+        let height = try double(field + ".heightPoints")
+        let scaleCount = try count(max: WorkerProtocol.maxScalesPerKind, field + ".scales.count")
+        var scales: [Int] = []
+        for index in 0..<scaleCount { scales.append(try int("\(field).scales[\(index)]")) }
+        let mode = try tag(ContentModeTag.self, field + ".mode").mode
+        let mask: SlotKind.Mask
+        switch try tag(MaskTag.self, field + ".mask") {
+        case .none: mask = .none
+        case .circle: mask = .circle
+        case .cornerRadius: mask = .cornerRadius(points: try double(field + ".mask.points"))
+        }
+        return SlotKind(name: name, widthPoints: width, heightPoints: height, scales: scales, mode: mode, mask: mask,
+                        upscale: try bool(field + ".upscale"), pregenerate: try bool(field + ".pregenerate"))
+    }
+
+    mutating func encoder(_ field: String) throws(WorkerProtocolError) -> EncoderSettings {
+        var settings = EncoderSettings()
+        settings.format = try tag(EncoderFormatTag.self, field + ".format").format
+        settings.jpegQuality = try int(field + ".jpegQuality")
+        settings.jpegProgressive = try bool(field + ".jpegProgressive")
+        settings.pngCompressionLevel = try int(field + ".pngCompressionLevel")
+        return settings
+    }
+}
+
+// Wire tags, fixed here rather than taken from the enums' declaration order or raw strings.
+
+enum ContentModeTag: UInt8 {
+    case fill = 0, fit = 1
+
+    // Switches, not ternaries: a case added to the enum must fail to compile here.
+    init(_ mode: SlotKind.ContentMode) {
+        switch mode {
+        case .fill: self = .fill
+        case .fit: self = .fit
+        }
+    }
+
+    var mode: SlotKind.ContentMode {
+        switch self {
+        case .fill: .fill
+        case .fit: .fit
+        }
+    }
+}
+
+enum MaskTag: UInt8 {
+    case none = 0, circle = 1, cornerRadius = 2
+}
+
+enum EncoderFormatTag: UInt8 {
+    case auto = 0, jpeg = 1, png = 2
+
+    init(_ format: EncoderSettings.Format) {
+        switch format {
+        case .auto: self = .auto
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        }
+    }
+
+    var format: EncoderSettings.Format {
+        switch self {
+        case .auto: .auto
+        case .jpeg: .jpeg
+        case .png: .png
+        }
+    }
+}
+
+enum ImageFormatTag: UInt8 {
+    case jpeg = 0, png = 1
+
+    init(_ format: ImageFormat) {
+        switch format {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        }
+    }
+
+    var format: ImageFormat {
+        switch self {
+        case .jpeg: .jpeg
+        case .png: .png
+        }
+    }
+}

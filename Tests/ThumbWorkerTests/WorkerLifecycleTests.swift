@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+import Testing
+import ThumbImaging
+@testable import ThumbWorker
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Cancellation across the process boundary, the restart backoff, and no leak of descriptors or
+/// zombies over a storm of crashes.
+@Suite(.serialized) struct WorkerLifecycleTests {
+    static let largePhoto = WorkerFixture.corpusFile("large-photos/exif-py__Xiaomi_Mi_9T_KeyError.jpg")
+
+    @Test func cancelFromAnotherThreadStopsTheRunningDecode() throws {
+        let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: WorkerRestartCounters())
+        defer { supervisor.shutdown() }
+        try supervisor.start()
+        let pid = supervisor.currentPID
+        let requests = [ThumbnailRequest(kind: WorkerFixture.large, scale: 2)]
+        let done = Atomic<Bool>(false)
+        // Cancels again and again until the render returns: only a cancel that lands while the
+        // request runs counts (one before it starts is a no-op), and the decode takes far longer
+        // than one period.
+        let canceller = Thread {
+            while !done.load(ordering: .acquiring) {
+                supervisor.cancelCurrent()
+                usleep(1_000)
+            }
+        }
+        canceller.start()
+        let outcome = try WorkerFixture.render(supervisor, Self.largePhoto, requests: requests)
+        done.store(true, ordering: .releasing)
+        let answer = try WorkerFixture.answer(outcome)
+        #expect(WorkerFixture.sharedFailure(answer) == .imaging(.cancelled))
+        // A cancel is not a death: the same worker renders the same file to the end next.
+        #expect(supervisor.currentPID == pid)
+        let full = try WorkerFixture.answer(try WorkerFixture.render(supervisor, Self.largePhoto, requests: requests))
+        #expect(full.results.allSatisfy { (try? $0.get()) != nil })
+        #expect(supervisor.currentPID == pid)
+    }
+
+    @Test func fiftyCrashesLeakNoDescriptorAndNoZombie() throws {
+        let counters = WorkerRestartCounters()
+        // A short backoff: the storm tests leaks, not the waiting (WorkerBackoffTests does).
+        let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: counters,
+                                                backoff: WorkerBackoff(firstDelaySeconds: 0.001, maxDelaySeconds: 0.002))
+        let trap = try WorkerFixture.faultFile("trap")
+        defer { try? FileManager.default.removeItem(atPath: trap) }
+        let before = WorkerFixture.openDescriptorCount()
+        var pids: [Int32] = []
+        for _ in 0..<50 {
+            guard case .crashed(let death) = try WorkerFixture.render(supervisor, trap) else {
+                Issue.record("a trap that did not crash")
+                continue
+            }
+            pids.append(death.pid)
+        }
+        supervisor.shutdown()
+        #expect(Set(pids).count == 50, "a new worker for every render")
+        #expect(counters.snapshot().count(.crashedBySignal) == 50 && counters.snapshot().spawns == 50)
+        #expect(WorkerFixture.openDescriptorCount() == before, "open descriptors back where they were")
+        for pid in pids {
+            var status: Int32 = 0
+            #expect(waitpid(pid, &status, WNOHANG) == -1 && errno == ECHILD, "worker \(pid) is reaped")
+            #expect(WorkerFixture.isGone(pid))
+        }
+    }
+
+    @Test func backoffGrowsWhileDeathsComeAndResetsOnSuccess() throws {
+        let backoff = WorkerBackoff()
+        #expect((0...4).map { backoff.delaySeconds(afterDeathsInARow: $0) } == [0, 0, 0.010, 0.020, 0.040])
+        #expect(backoff.delaySeconds(afterDeathsInARow: 8) == 0.640)
+        #expect(backoff.delaySeconds(afterDeathsInARow: 9) == 1 && backoff.delaySeconds(afterDeathsInARow: 1000) == 1)
+
+        let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: WorkerRestartCounters())
+        defer { supervisor.shutdown() }
+        let trap = try WorkerFixture.faultFile("trap")
+        defer { try? FileManager.default.removeItem(atPath: trap) }
+        for _ in 0..<3 { _ = try WorkerFixture.render(supervisor, trap) }
+        #expect(supervisor.backoffSeconds == 0.020)
+        _ = try WorkerFixture.answer(try WorkerFixture.render(supervisor, WorkerFixture.corpusFile("libjpeg-turbo-testimages/testorig.jpg")))
+        #expect(supervisor.backoffSeconds == 0)
+    }
+
+    /// A worker that died idle (killed from outside) costs no request: the supervisor notices at
+    /// the send, respawns and renders.
+    @Test func workerKilledWhileIdleIsReplacedWithoutFailingTheRequest() throws {
+        let counters = WorkerRestartCounters()
+        let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: counters)
+        defer { supervisor.shutdown() }
+        try supervisor.start()
+        let pid = try #require(supervisor.currentPID)
+        kill(pid, SIGKILL)
+        usleep(50_000)
+        let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, WorkerFixture.corpusFile("libjpeg-turbo-testimages/testorig.jpg")))
+        #expect(answer.results.allSatisfy { (try? $0.get()) != nil })
+        #expect(supervisor.currentPID != pid && WorkerFixture.isGone(pid))
+        #expect(counters.snapshot().count(.crashedBySignal) == 1)
+    }
+}
