@@ -30,12 +30,12 @@ let package = Package(
         .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
         .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"]),
-        .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "CSQLite"]),
+        .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
         .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "CHiredis"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging"],
                           path: "Benchmarks/ScrollSimulation"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging"]),

@@ -39,7 +39,12 @@ const char *const *CThumb_SandboxRefusedNames(void) { return CThumb_SandboxRefus
 int CThumb_SandboxApply(int socket, const char **step) {
     *step = "seccomp_init";
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
-    if (!filter) { errno = ENOMEM; return -1; }
+    // libseccomp accepts KILL_PROCESS only where it can ask the kernel (the seccomp(2) call) that
+    // the action exists; under a service manager's own filter that refuses seccomp(2) (systemd's
+    // SystemCallFilter=@system-service does) it cannot, and init fails. Killing the thread is
+    // the same here: the worker has one thread.
+    if (!filter) filter = seccomp_init(SCMP_ACT_KILL_THREAD);
+    if (!filter) { errno = EINVAL; return -1; }
     int result = 0;
     *step = "seccomp_rule_add";
     for (const char *const *name = CThumb_SandboxAllowed; *name; name++) {

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
+import ThumbWorker
 
 extension PipelineConfiguration {
     /// The one mapping from the config file to a pipeline, for `serve` (and its spool) and
@@ -14,7 +18,22 @@ extension PipelineConfiguration {
         encoder = config.encoder
         tuning = config.shrinkTuning
         renderSeconds = config.service.renderSeconds
-        workerMemoryBytes = config.service.workerMemoryBytes
-        sandboxed = config.service.sandbox
+        worker = config.service.sandbox ? .thumbd(memoryLimitBytes: config.service.workerMemoryBytes) : nil
     }
+}
+
+extension WorkerLaunch {
+    /// The `thumbd` binary that runs this code, with its internal worker subcommand.
+    /// `/proc/self/exe` is this process's own executable even after a package upgrade replaced
+    /// the file, so a respawned worker always speaks this daemon's protocol version.
+    /// `THUMBD_WORKER_EXECUTABLE` names another (the tests' fault-hook worker, `thumbd-test-worker`).
+    public static func thumbd(memoryLimitBytes: Int) -> WorkerLaunch {
+        if let path = getenv("THUMBD_WORKER_EXECUTABLE").map({ String(cString: $0) }), path.hasPrefix("/") {
+            return WorkerLaunch(executablePath: path, arguments: [], memoryLimitBytes: memoryLimitBytes)
+        }
+        return WorkerLaunch(executablePath: "/proc/self/exe", arguments: [workerSubcommand], memoryLimitBytes: memoryLimitBytes)
+    }
+
+    /// The hidden `thumbd` subcommand that runs `RenderWorkerMain`.
+    public static let workerSubcommand = "render-worker"
 }

@@ -1,4 +1,5 @@
 import ThumbImaging
+import ThumbWorker
 
 /// Everything a pipeline needs to run. Budgets in bytes, durations in seconds.
 public struct PipelineConfiguration: Sendable {
@@ -35,10 +36,9 @@ public struct PipelineConfiguration: Sendable {
     public var log = PipelineLog.standardError
     /// How often the watcher looks for an asset root that went away, seconds.
     public var rootPollSeconds: Double = 2
-    /// Decode in sandboxed worker processes (`worker` says which binary); false: in the render threads.
-    public var sandboxed = true
-    /// Address space of one worker process (RLIMIT_AS), bytes.
-    public var workerMemoryBytes: Int = 4 << 30
+    /// The render worker processes that decode (one per render thread), sandboxed; nil decodes
+    /// in the render threads themselves (`sandbox: false`, or a library user's choice).
+    public var worker: WorkerLaunch?
     /// Longest one render may take, seconds; past it the worker is killed and the file remembered.
     public var renderSeconds: Double = 60
 

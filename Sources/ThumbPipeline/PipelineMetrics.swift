@@ -1,3 +1,5 @@
+import ThumbWorker
+
 /// Counters of a running pipeline (monotonic unless noted), for `/metrics` and the benchmarks.
 public struct PipelineMetrics: Sendable, Equatable {
     public var requests = 0
@@ -34,6 +36,8 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var queuedJobs: [Priority: Int] = [:]
     public var runningJobs = 0
     public var liveSlots = 0
+    /// Render worker processes started, and restarted by reason (empty when not sandboxed).
+    public var workers: WorkerRestartCounters.Snapshot?
 
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 

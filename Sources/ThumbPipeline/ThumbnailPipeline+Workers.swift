@@ -1,12 +1,25 @@
 import Foundation
 import ThumbImaging
+import ThumbWorker
 
 extension ThumbnailPipeline {
     func startWorkers() {
         for index in 0..<max(1, configuration.workers) {
             workersDone.enter()
+            // Each render thread keeps its own worker process (when sandboxed): one render at a time each.
+            let supervisor = configuration.worker.map {
+                RenderWorkerSupervisor(launch: $0, counters: workerCounters, backoff: Self.respawnBackoff)
+            }
             let thread = Thread { [self] in
-                workerLoop()
+                if let supervisor {
+                    // At startup, so that the first request does not wait for a spawn; a failure
+                    // here is retried (with backoff) by the first render.
+                    do throws(WorkerSpawnError) { try supervisor.start() } catch {
+                        configuration.log.warning("render thread \(index): \(error)")
+                    }
+                }
+                workerLoop(supervisor)
+                supervisor?.shutdown()
                 workersDone.leave()
             }
             thread.name = "thumbd-render-\(index)"
@@ -14,7 +27,7 @@ extension ThumbnailPipeline {
         }
     }
 
-    private func workerLoop() {
+    private func workerLoop(_ supervisor: RenderWorkerSupervisor?) {
         while true {
             workAvailable.wait()
             let next: [RenderJob]? = state.withLock { state in
@@ -24,97 +37,31 @@ extension ThumbnailPipeline {
             switch next {
             case .some(let jobs) where jobs.isEmpty: return // shutting down
             case nil: continue                               // a stale wake-up: the job was dropped
-            case .some(let jobs): run(jobs)
+            case .some(let jobs): run(jobs, supervisor)
             }
         }
     }
 
     static let maxJobsPerDecode = 8
 
+    /// A worker that died on a file has cost that file's requests and the file is remembered, so
+    /// a storm of bad files needs no long pause (each respawn costs a few milliseconds); what the
+    /// backoff guards against is a worker that cannot start at all, which 100 ms between tries
+    /// keeps from spinning.
+    static let respawnBackoff = WorkerBackoff(firstDelaySeconds: 0.005, maxDelaySeconds: 0.1)
+
     /// Renders a group of jobs of one asset (one decode) on this worker thread and answers
     /// their waiters (after the lock is released). CPU time is shared evenly among the jobs for the metrics.
-    func run(_ jobs: [RenderJob]) {
+    /// In a worker process when sandboxed (its CPU counted with this thread's), else on this thread.
+    func run(_ jobs: [RenderJob], _ supervisor: RenderWorkerSupervisor?) {
         let wallStart = ContinuousClock.now
         let cpuStart = Self.threadCPUSeconds()
-        let outcomes = render(jobs)
-        let cpuSeconds = (Self.threadCPUSeconds() - cpuStart) / Double(jobs.count)
+        let (outcomes, workerCPUSeconds) = if let supervisor { renderInWorker(jobs, supervisor) } else { (render(jobs), 0.0) }
+        let cpuSeconds = (Self.threadCPUSeconds() - cpuStart + workerCPUSeconds) / Double(jobs.count)
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
         locked { state, answers in
             state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers)
         }
-    }
-
-    private func render(_ jobs: [RenderJob]) -> [Result<CachedThumbnail, ThumbFailure>] {
-        let first = jobs[0]
-        // The shared decode stops only when every job of the group is cancelled.
-        if jobs.allSatisfy(\.isCancelled) { return jobs.map { _ in .failure(.cancelled) } }
-        let source: SourceBytes
-        switch readSource(first.asset) {
-        case .success(let bytes): source = bytes
-        case .failure(let failure): return jobs.map { _ in .failure(failure) }
-        }
-        // The file may have changed since the requests were keyed: key what was actually read.
-        var asset = first.asset
-        if let status = source.fileStatus,
-           status.size != asset.size || status.modifiedNanoseconds != asset.modifiedNanoseconds || status.inode != asset.inode {
-            asset = AssetVersion(path: asset.path, size: status.size, modifiedNanoseconds: status.modifiedNanoseconds,
-                                 inode: status.inode, device: status.device)
-        }
-        let hook = checkpointHook
-        let thumbnails: [Thumbnail]
-        do {
-            thumbnails = try thumbnailer.thumbnails(of: source, requests: jobs.map(\.request)) {
-                hook?()
-                return jobs.allSatisfy(\.isCancelled)
-            }
-        } catch {
-            let failure = ThumbFailure(error)
-            if let record = failure.disposition.negativeRecord { disk.recordFailure(asset, record: record, reason: failure.reason) }
-            return jobs.map { _ in .failure(failure) }
-        }
-        return zip(jobs, thumbnails).map { job, thumbnail in
-            let key = asset == job.asset ? job.key
-                : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
-            var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
-                                         filePath: disk.filePath(for: key, format: thumbnail.format),
-                                         format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)
-            // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
-            // can and logs the episode) still lets this answer go out, from memory, marked unstored.
-            cached.isStored = (try? disk.insert(cached)) != nil
-            memory.insert(cached)
-            return .success(cached)
-        }
-    }
-
-    /// Opens the asset beneath the root (the path was resolved at submit; whatever is there now
-    /// is what counts) and reads it from that one descriptor. A file written while it is read is
-    /// read once more; twice changing is `assetChanging` (a transient conflict, not a refusal).
-    func readSource(_ asset: AssetVersion) -> Result<SourceBytes, ThumbFailure> {
-        var change = ""
-        for _ in 0..<2 {
-            let file: AssetFile
-            do {
-                file = try assets.openForReading(asset.path)
-            } catch {
-                return .failure(ThumbFailure(error))
-            }
-            sourceOpenedHook?(file.version)
-            do {
-                return .success(try file.readAll(maxBytes: configuration.limits.maxFileBytes))
-            } catch {
-                switch error {
-                case .tooLarge(let reason):
-                    let failure = ThumbFailure.tooLarge(reason: reason)
-                    if let record = failure.disposition.negativeRecord { disk.recordFailure(file.version, record: record, reason: reason) }
-                    return .failure(failure)
-                case .changed(let reason):
-                    change = reason
-                case .unreadable(let reason):
-                    return .failure(.unreadable(path: asset.path, reason: reason))
-                }
-            }
-        }
-        return .failure(.assetChanging(path: asset.path, reason: change))
     }
 
     static func threadCPUSeconds() -> Double {

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import ThumbImaging
+import ThumbWorker
 
 /// The heart of thumbd: requests in, thumbnails out, with slot tokens that supersede stale
 /// loads, coalescing of identical work, a bounded priority queue feeding render threads,
@@ -21,6 +22,8 @@ public final class ThumbnailPipeline: Sendable {
     let gate = DeliveryGate()
     let workAvailable = DispatchSemaphore(value: 0)
     let workersDone = DispatchGroup()
+    /// Worker process restarts by reason, every render thread's (for `/metrics`).
+    let workerCounters = WorkerRestartCounters()
     /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
     let checkpointHook: (@Sendable () -> Void)?
     /// Called when a worker has opened a source, before it reads it (tests change the file there).
@@ -98,6 +101,7 @@ public final class ThumbnailPipeline: Sendable {
             metrics.queuedJobs = state.jobs.queuedJobsByPriority
             metrics.runningJobs = state.jobs.runningJobs
             metrics.liveSlots = state.slots.count
+            metrics.workers = workerCounters.snapshot()
             return metrics
         }
     }

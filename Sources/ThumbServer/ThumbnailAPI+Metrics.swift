@@ -1,5 +1,6 @@
 import ThumbImaging
 import ThumbPipeline
+import ThumbWorker
 
 extension ThumbnailAPI {
     /// Prometheus text exposition format.
@@ -60,6 +61,9 @@ extension ThumbnailAPI {
                [("level=\"memory\"", Double(cache.memory.bytes)), ("level=\"disk\"", Double(cache.disk.bytes))])
         metric("thumbd_cache_entries", "gauge", "Thumbnails held.",
                [("level=\"memory\"", Double(cache.memory.entries)), ("level=\"disk\"", Double(cache.disk.entries))])
+        metric("thumbd_worker_spawns_total", "counter", "Render worker processes started.", [("", Double(metrics.workers?.spawns ?? 0))])
+        metric("thumbd_worker_restarts_total", "counter", "Render workers that ended and were replaced, by reason.",
+               WorkerRestartReason.allCases.map { ("reason=\"\($0.rawValue)\"", Double(metrics.workers?.count($0) ?? 0)) })
         metric("thumbd_slots", "gauge", "Slots remembered.", [("", Double(metrics.liveSlots))])
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,4 +1,5 @@
 import ThumbPipeline
+import ThumbWorker
 
 /// The `thumbd` command: dispatches to one subcommand type per verb.
 enum Thumbd {
@@ -28,6 +29,10 @@ enum Thumbd {
         case "--version", "-V":
             Console.out("thumbd \(version)")
             return .ok
+        case WorkerLaunch.workerSubcommand:
+            // Internal, not listed: the daemon's render worker (socket on fd 3), sandboxed before
+            // it reads a byte. Started by RenderWorkerSupervisor, never by hand.
+            RenderWorkerMain.run()
         default:
             break
         }

@@ -15,6 +15,7 @@ struct FailureTableTests {
         .unreadable(path: "a.jpg", reason: "EIO"), .undecodable(reason: "bad huffman"), .tooLarge(reason: "pixels"),
         .outputTooLarge(reason: "4096x4096"), .notStored,
         .encodingFailed(reason: "png"), .renderCrashed(reason: "SIGSEGV"), .renderTimedOut(reason: "over 30 s"),
+        .rendererUnavailable(reason: "spawn failed"),
         .overloaded, .shuttingDown,
     ]
 

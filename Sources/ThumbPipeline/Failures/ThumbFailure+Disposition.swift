@@ -63,6 +63,8 @@ extension ThumbFailure {
                                negativeRecord: .renderCrashed)
         case .renderTimedOut: D(httpStatus: 500, code: "renderTimedOut", exitCode: SysExit.software, isPermanent: false,
                                 negativeRecord: .renderTimedOut)
+        case .rendererUnavailable: D(httpStatus: 503, code: "rendererUnavailable", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                                     retryAfterSeconds: 1)
         case .overloaded: D(httpStatus: 503, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
                             retryAfterSeconds: 1)
         case .shuttingDown: D(httpStatus: 503, code: "shuttingDown", exitCode: SysExit.temporaryFailure, isPermanent: false,

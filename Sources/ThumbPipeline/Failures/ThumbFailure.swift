@@ -32,6 +32,9 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case renderCrashed(reason: String)
     /// The render took longer than `limits.renderSeconds`: the worker was killed, the file remembered.
     case renderTimedOut(reason: String)
+    /// No render worker could be started (spawn failed, or it never said hello): thumbd's
+    /// trouble, not the file's; retry later.
+    case rendererUnavailable(reason: String)
     /// The queue is full: retry later.
     case overloaded
     case shuttingDown
@@ -52,6 +55,7 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .encodingFailed(let reason): "cannot encode: \(reason)"
         case .renderCrashed(let reason): "the renderer died on this file: \(reason)"
         case .renderTimedOut(let reason): "the render took too long: \(reason)"
+        case .rendererUnavailable(let reason): "no renderer: \(reason)"
         case .overloaded: "queue full"
         case .shuttingDown: "shutting down"
         }
@@ -64,7 +68,7 @@ extension ThumbFailure {
         switch self {
         case .forbidden(_, let reason), .permissionDenied(_, let reason), .assetChanging(_, let reason),
              .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason),
-             .renderCrashed(let reason), .renderTimedOut(let reason): reason
+             .renderCrashed(let reason), .renderTimedOut(let reason), .rendererUnavailable(let reason): reason
         case .superseded, .cancelled, .notFound, .notStored, .overloaded, .shuttingDown: description
         }
     }

@@ -17,6 +17,9 @@ final class RenderJob: Sendable {
     private let cancelFlag = Atomic<Bool>(false)
     /// When `cancel` was called, nanoseconds on the monotonic clock (0: not cancelled).
     private let cancelledAt = Atomic<UInt64>(0)
+    /// Run at `cancel` while a worker process renders the job (it passes the cancel on), under
+    /// its own lock so that once it is cleared no late cancel can reach the worker's next render.
+    private let cancelAction = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(key: CacheKey, asset: AssetVersion, absolutePath: String, request: ThumbnailRequest, generation: UInt64) {
         self.key = key
@@ -30,6 +33,15 @@ final class RenderJob: Sendable {
     func cancel() {
         cancelledAt.store(Self.monotonicNanoseconds(), ordering: .relaxed)
         cancelFlag.store(true, ordering: .relaxed)
+        cancelAction.withLock { $0?() }
+    }
+
+    /// Sets (or clears, with nil) what `cancel` also does; run at once if already cancelled.
+    func whenCancelled(_ action: (@Sendable () -> Void)?) {
+        cancelAction.withLock { current in
+            current = action
+            if isCancelled { action?() }
+        }
     }
 
     /// Seconds since `cancel`, or nil if the job was not cancelled.

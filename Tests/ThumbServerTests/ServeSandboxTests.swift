@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `thumbd serve` with its renders in sandboxed worker processes, driven through the test worker
+/// (`thumbd-test-worker`: the production worker plus a fault hook that a file beginning
+/// `THUMBD-FAULT:<word>\n` sets off). A worker that traps, loops, exhausts its memory or dies
+/// mid-answer costs the requests it held; the daemon answers everything else meanwhile.
+@Suite("thumbd serve: sandboxed render workers", .serialized)
+struct ServeSandboxTests {
+    static func testWorker() throws -> String {
+        let candidates = [URL(fileURLWithPath: try ServePaths.thumbd()).deletingLastPathComponent().appendingPathComponent("thumbd-test-worker").path]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw ServeFailure("no thumbd-test-worker beside thumbd (build with --build-tests)")
+        }
+        return found
+    }
+
+    /// A daemon on a few real photos whose workers are test workers.
+    static func start(renderSeconds: Double = 2, workerMemoryBytes: Int = 1 << 30, assets: [String: String] = [:]) throws -> ServeDaemon {
+        let photos = try ServePaths.largePhotos()
+        let limits: [String: Any] = ["renderSeconds": renderSeconds, "workerMemoryBytes": workerMemoryBytes]
+        let daemon = try ServeDaemon(config: ServeDaemon.config(extra: ["limits": limits]),
+                                     assets: ["good.jpg": photos[0], "fresh.jpg": photos[1]].merging(assets) { _, new in new })
+        try daemon.start(environment: ["THUMBD_WORKER_EXECUTABLE": try testWorker()])
+        return daemon
+    }
+
+    static func writeFault(_ word: String, named name: String, in daemon: ServeDaemon) throws {
+        // A distinct tail per file: each is its own asset version, so each is its own render.
+        try Data("THUMBD-FAULT:\(word)\n\(name)\n".utf8).write(to: URL(fileURLWithPath: daemon.assets + "/" + name))
+    }
+
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)]
+    }
+
+    static func errorCode(_ response: ServeResponse) -> String {
+        (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])?["error"] as? String ?? ""
+    }
+
+    @Test("a storm of 50 worker crashes: each costs its request (500 renderCrashed, remembered, counted), cache hits stay fast")
+    func crashStorm() throws {
+        let daemon = try Self.start()
+        let pid = try #require(daemon.child?.pid)
+        let names = (0..<50).map { "trap-\($0).jpg" }
+        for name in names { try Self.writeFault("trap", named: name, in: daemon) }
+        let warm = try daemon.request("/v1/thumbnails/large/good.jpg")
+        #expect(warm.status == 200)
+        let endpoint = ServeEndpoint.unix(daemon.socket)
+        func hit() throws -> Double {
+            let start = ContinuousClock.now
+            let answer = ServeRaw.get(endpoint, "/v1/thumbnails/large/good.jpg", timeout: 5)
+            guard answer.status == 200 else { throw ServeFailure("a cache hit failed: \(answer)") }
+            return (ContinuousClock.now - start) / .seconds(1)
+        }
+        var idle: [Double] = []
+        for _ in 0..<300 { idle.append(try hit()) }
+
+        let storm = try ServeCurl.startBatch(socket: daemon.socket, names.map { "/v1/thumbnails/large/\($0)" }, timeout: 30)
+        var during: [Double] = []
+        let stormStart = Date()
+        while !storm.child.poll() || during.count < 100 {
+            during.append(try hit())
+            if Date().timeIntervalSince(stormStart) > 60 { break }
+        }
+        let results = try storm.finish()
+        #expect(results.allSatisfy { $0.status == 500 }, "\(results.filter { $0.status != 500 }.prefix(5))")
+        let idleP99 = Self.percentile(idle, 0.99), stormP99 = Self.percentile(during, 0.99)
+        print("cache-hit p99: idle \(idleP99 * 1000) ms, during 50 worker crashes \(stormP99 * 1000) ms (\(during.count) hits)")
+        #expect(stormP99 < 3 * idleP99, "hit p99 \(stormP99 * 1000) ms during the storm against \(idleP99 * 1000) ms idle")
+
+        let metrics = try daemon.metrics()
+        #expect(metrics["thumbd_worker_restarts_total{reason=\"signal\"}"] >= 50, "\(metrics.text)")
+        // One crash is the JSON failure the table names, and it is remembered: asking again
+        // answers from the negative entry, with no worker harmed.
+        let again = try daemon.request("/v1/thumbnails/large/trap-0.jpg")
+        #expect(again.status == 500 && Self.errorCode(again) == "renderCrashed", "\(again.text)")
+        #expect(again.text.contains("SIGILL") || again.text.contains("SIGTRAP"), "\(again.text)")
+        #expect(try daemon.metrics()["thumbd_worker_restarts_total{reason=\"signal\"}"]
+                == metrics["thumbd_worker_restarts_total{reason=\"signal\"}"])
+        // The pool is back: a cold render of a real photo works, and the daemon never restarted.
+        #expect(try daemon.request("/v1/thumbnails/large/fresh.jpg").status == 200)
+        #expect(daemon.isRunning && daemon.child?.pid == pid)
+        #expect(daemon.log.contains("trap-7.jpg: the render worker died on it"), "\(daemon.log.suffix(2000))")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a loop past limits.renderSeconds, a memory bomb and an answer cut short each cost one request; the pool recovers")
+    func deadlineMemoryAndTornAnswers() throws {
+        // 512 MiB: the memory bomb meets its limit well before the deadline.
+        let daemon = try Self.start(renderSeconds: 1.5, workerMemoryBytes: 512 << 20)
+        try Self.writeFault("loop", named: "loop.jpg", in: daemon)
+        try Self.writeFault("alloc", named: "alloc.jpg", in: daemon)
+        try Self.writeFault("exit-mid-answer", named: "torn.jpg", in: daemon)
+
+        let loop = try daemon.request("/v1/thumbnails/large/loop.jpg", timeout: 10)
+        #expect(loop.status == 500 && Self.errorCode(loop) == "renderTimedOut", "\(loop.text)")
+        #expect(loop.seconds < 1.5 + 1, "answered after \(loop.seconds) s")
+        #expect(loop.text.contains("1.5 s"), "\(loop.text)")
+        let remembered = try daemon.request("/v1/thumbnails/large/loop.jpg", timeout: 10)
+        #expect(Self.errorCode(remembered) == "renderTimedOut" && remembered.seconds < 1, "\(remembered.text)")
+
+        let alloc = try daemon.request("/v1/thumbnails/large/alloc.jpg", timeout: 10)
+        #expect(alloc.status == 500 && Self.errorCode(alloc) == "renderCrashed", "\(alloc.text)")
+        let torn = try daemon.request("/v1/thumbnails/large/torn.jpg", timeout: 10)
+        #expect(torn.status == 500 && Self.errorCode(torn) == "renderCrashed" && torn.text.contains("mid"), "\(torn.text)")
+
+        #expect(try daemon.request("/v1/thumbnails/large/good.jpg").status == 200)
+        let metrics = try daemon.metrics()
+        #expect(metrics["thumbd_worker_restarts_total{reason=\"timeout\"}"] == 1, "\(metrics.text)")
+        #expect(metrics["thumbd_worker_restarts_total{reason=\"signal\"}"] + metrics["thumbd_worker_restarts_total{reason=\"exited\"}"]
+                + metrics["thumbd_worker_restarts_total{reason=\"malformed\"}"] >= 2, "\(metrics.text)")
+        #expect(daemon.isRunning)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("a worker cannot open a file or a socket (EPERM), and holds no descriptor but its socket")
+    func workerHasNothingToLose() throws {
+        let daemon = try Self.start()
+        try Self.writeFault("open-file", named: "open.jpg", in: daemon)
+        try Self.writeFault("descriptors", named: "fds.jpg", in: daemon)
+        let open = try daemon.request("/v1/thumbnails/large/open.jpg")
+        #expect(open.text.contains("open: EPERM") && open.text.contains("socket: EPERM"), "\(open.text)")
+        let descriptors = try daemon.request("/v1/thumbnails/large/fds.jpg")
+        // 0–2 (/dev/null, /dev/null, the daemon's stderr) and 3, its socket: the source it was
+        // passed is closed once read, before any decoder sees a byte.
+        let listed = descriptors.text.components(separatedBy: "descriptors: ").last ?? ""
+        let numbers = listed.split(separator: " ").compactMap { Int($0.split(separator: ":").first ?? "") }
+        #expect(numbers == [0, 1, 2, 3] && listed.contains("3:sock"), "\(listed) in \(descriptors.text)")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("the corpus (decode and fail alike) and hostile requests through the sandboxed daemon: answers as the manifest says, no worker crash, one daemon")
+    func corpusWalkThroughWorkers() throws {
+        let manifest = try String(contentsOfFile: ServePaths.corpus + "/manifest.tsv", encoding: .utf8)
+        var expected: [String: Bool] = [:]
+        var assets: [String: String] = [:]
+        for line in manifest.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count > 6, ["OK", "WARN", "ERROR"].contains(fields[6]) else { continue }
+            let name = "\(fields[0])/\(fields[1])"
+            assets[name] = ServePaths.corpus + "/" + name
+            expected[name] = fields[6] != "ERROR"
+        }
+        #expect(expected.count > 600)
+        let daemon = try ServeDaemon(config: ServeDaemon.config(), assets: assets)
+        try daemon.start() // the production worker: `thumbd` itself
+        let pid = try #require(daemon.child?.pid)
+        let names = expected.keys.sorted()
+        // Names such as "issue#403.png" go percent-encoded (the daemon decodes the path itself).
+        let encoded = Dictionary(uniqueKeysWithValues: names.map {
+            ("/v1/thumbnails/normal/" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "/._-"))) ?? $0), $0)
+        })
+        let paths = encoded.keys.sorted()
+        for chunk in stride(from: 0, to: paths.count, by: 100) {
+            let part = Array(paths[chunk..<min(chunk + 100, paths.count)])
+            let results = try ServeCurl.startBatch(socket: daemon.socket, part, timeout: 120).finish()
+            for result in results {
+                let name = encoded[result.path] ?? result.path
+                if expected[name] == true {
+                    #expect(result.status == 200, "\(name): \(result.status)")
+                } else {
+                    #expect((400..<500).contains(result.status), "\(name): \(result.status)")
+                }
+            }
+        }
+        // The previous issue's hostile HTTP requests, replayed raw.
+        let regressions = ServePaths.packageRoot + "/Tests/FuzzRegressions/http-request"
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: regressions)) ?? [] where !file.hasSuffix(".md") {
+            let bytes = try String(decoding: Data(contentsOf: URL(fileURLWithPath: regressions + "/" + file)), as: UTF8.self)
+            _ = ServeRaw.exchange(.unix(daemon.socket), bytes, timeout: 5)
+        }
+        let metrics = try daemon.metrics()
+        #expect(metrics.sum("thumbd_worker_restarts_total") == 0, "\(metrics.text)")
+        #expect(metrics["thumbd_worker_spawns_total"] == 2)
+        #expect(daemon.isRunning && daemon.child?.pid == pid)
+        #expect(daemon.stop() == 0)
+    }
+}
