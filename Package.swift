@@ -47,7 +47,7 @@ let package = Package(
         .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
         // The render worker with a fault hook (trap, loop, alloc, …) that the worker tests launch;
         // the production thumbd never passes one.
-        .executableTarget(name: "thumbd-test-worker", dependencies: ["CThumbSystem", "ThumbSystem", "ThumbImaging", "ThumbWorker"], path: "Tests/TestWorker"),
+        .executableTarget(name: "thumbd-test-worker", dependencies: ["CThumbSystem", "CThumbWorker", "ThumbSystem", "ThumbImaging", "ThumbWorker"], path: "Tests/TestWorker"),
         // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
         .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch", "ThumbWorker"],
                 path: "Fuzz/Doors"),

@@ -19,6 +19,10 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case redisFields = "redis-fields"
     /// Source bytes through the Thumbnailer; the two differ in their seeds (and max length).
     case jpeg, png
+    /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
+    case workerAnswer = "worker-answer"
+    /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
+    case workerRender = "worker-render"
 
     /// Feeds one input to the door.
     public func run(_ bytes: [UInt8]) {
@@ -30,6 +34,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
         case .jpeg, .png: ImageDoors.thumbnails(of: bytes)
+        case .workerAnswer: WorkerDoors.answer(bytes)
+        case .workerRender: WorkerDoors.render(bytes)
         }
     }
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CThumbSystem
+import CThumbWorker
 import Synchronization
 import ThumbImaging
 import ThumbSystem
@@ -13,6 +14,8 @@ import ThumbWorker
 /// - `loop`: spins forever, past every checkpoint.
 /// - `alloc`: allocates and touches 64 MiB blocks without end (RLIMIT_AS must stop it).
 /// - `exit-mid-answer`: writes the first half of a valid answer frame to its socket, then _exits(3).
+/// - `malformed-answer`: sends a whole answer frame whose payload is 5 bytes of junk, then waits.
+/// - `send-descriptor`: sends the first bytes of an answer with its fd 0 attached, then waits.
 /// - `open-file`: tries open and openat2 of /etc/hostname and socket(AF_INET): fails the request
 ///   with `undecodable("open: E…; openat2: E…; socket: E…")`.
 /// - `descriptors`: fails the request with `undecodable("descriptors: 0:chr 1:chr …")`, each open
@@ -37,6 +40,16 @@ enum FaultHook {
             while true { hoard.append([UInt8](repeating: UInt8(truncatingIfNeeded: hoard.count | 1), count: 64 << 20)) }
         case "exit-mid-answer":
             exitMidAnswer()
+        case "malformed-answer":
+            var frame = WorkerAnswer(results: [], cpuSeconds: 0).encode(for: fakeOrder())
+            frame.replaceSubrange(WorkerFrameHeader.byteCount..., with: [1, 2, 3, 4, 5])
+            frame.replaceSubrange(16..<20, with: [5, 0, 0, 0])
+            frame.withUnsafeBytes { _ = write(3, $0.baseAddress, $0.count) }
+            waitForTheDaemon()
+        case "send-descriptor":
+            let frame = WorkerAnswer(results: [], cpuSeconds: 0).encode(for: fakeOrder())
+            frame.withUnsafeBytes { _ = CThumb_SendWithDescriptor(3, $0.baseAddress, 8, 0) }
+            waitForTheDaemon()
         case "open-file":
             throw .undecodable(reason: openAttempts())
         case "descriptors":
@@ -65,11 +78,24 @@ enum FaultHook {
         }
     }
 
-    static func exitMidAnswer() -> Never {
+    /// An order of one 64 × 64 request with the running request's id, to forge answers to.
+    static func fakeOrder() -> WorkerRenderOrder {
         var order = WorkerRenderOrder(requestID: RenderWorkerMain.currentRequestID, status: FileStatus(size: 0, modifiedNanoseconds: 0, inode: 0, device: 0),
                                       label: "", limits: ImageLimits(), tuning: ShrinkPlan.Tuning(),
                                       requests: [ThumbnailRequest(kind: SlotKind(name: "fault", widthPoints: 64, heightPoints: 64), scale: 1)])
         order.limits.maxOutputPixels = 64 * 64
+        return order
+    }
+
+    /// Blocks on the socket (the sandbox allows no sleep) until the daemon kills the worker or closes it.
+    static func waitForTheDaemon() -> Never {
+        var byte: UInt8 = 0
+        while read(3, &byte, 1) > 0 {}
+        _exit(0)
+    }
+
+    static func exitMidAnswer() -> Never {
+        let order = fakeOrder()
         let bytes: [UInt8] = [0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0x42, count: 4096)
         let thumbnail = Thumbnail(encoded: bytes, format: .jpeg, width: 64, height: 64, warning: nil)
         let frame = WorkerAnswer(results: [.success(thumbnail)], cpuSeconds: 0.001).encode(for: order)

@@ -142,4 +142,18 @@ import Glibc
         #expect(bystander.isRunning, "the process the worker tried to signal still runs")
         try expectWorks(after: pid)
     }
+
+    /// A compromised worker's lies: a malformed answer, a descriptor pushed at the daemon. The
+    /// worker is killed (it still runs, waiting). WorkerLeakTests shows the pushed descriptor is closed.
+    @Test(arguments: ["malformed-answer", "send-descriptor"])
+    func hostileAnswerKillsTheWorker(_ word: String) throws {
+        defer { supervisor.shutdown() }
+        let (outcome, pid, _) = try fault(word)
+        let death = try death(outcome)
+        guard case .malformedAnswer(let reason) = death.symptom else { throw WorkerFixture.Failure("\(death)") }
+        #expect(reason.contains(word == "send-descriptor" ? "frame.descriptors" : "answer.cpuSeconds"), "\(reason)")
+        #expect(death.killedByDaemon && death.ending == .signalled(signal: SIGKILL) && death.restartReason == .malformedAnswer, "\(death)")
+        #expect(counters.snapshot().count(.malformedAnswer) == 1)
+        try expectWorks(after: pid)
+    }
 }
