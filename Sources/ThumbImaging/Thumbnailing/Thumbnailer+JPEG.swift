@@ -3,7 +3,7 @@ extension Thumbnailer {
     /// block shrinker → Lanczos. Never holds the full-resolution frame unless no reduction is possible.
     func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest],
                     isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
-        let decoder = try JPEGDecoder(source: source, limits: limits)
+        let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
         let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                           sourceOrientation: decoder.orientation, allowsDCT: true)

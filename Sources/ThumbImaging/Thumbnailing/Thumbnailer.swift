@@ -35,7 +35,9 @@ public struct Thumbnail: Sendable {
     public var warning: String?
 }
 
-/// Checked between batches of decoded rows; return true to stop the work (it throws `.cancelled`).
+/// Checked between batches of decoded rows and, for JPEG, from inside libjpeg while a progressive
+/// file's scans are consumed (so on the decoding thread, possibly hundreds of times a decode: keep
+/// it cheap); return true to stop the work (it throws `.cancelled`).
 public typealias CancellationCheck = @Sendable () -> Bool
 
 /// Source to thumbnail: shrink-on-load, block shrink, Lanczos-3, orientation, colour, mask, encode.
