@@ -21,7 +21,7 @@ struct CThumb_PNGDecoder {
     const uint8_t *data;
     size_t length;
     size_t offset;
-    png_bytep *rowPointers; // interlaced reads only; freed by Destroy even after an error
+    uint64_t interlacedRowReads; // png_read_row calls so far over all passes (interlaced reads)
     CThumb_PNGMessages messages;
 };
 
@@ -95,7 +95,6 @@ CThumb_PNGDecoder *CThumb_PNGDecoderCreate(const uint8_t *data, size_t length, u
 void CThumb_PNGDecoderDestroy(CThumb_PNGDecoder *decoder) {
     if (!decoder) return;
     png_destroy_read_struct(&decoder->png, &decoder->info, NULL);
-    free(decoder->rowPointers);
     free(decoder);
 }
 
@@ -163,18 +162,20 @@ int CThumb_PNGReadRows(CThumb_PNGDecoder *decoder, uint8_t *rows, size_t rowStri
     return count;
 }
 
-int CThumb_PNGReadImage(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride) {
-    uint32_t height = png_get_image_height(decoder->png, decoder->info);
-    free(decoder->rowPointers);
-    decoder->rowPointers = malloc(sizeof(png_bytep) * (height ? height : 1));
-    if (!decoder->rowPointers) {
-        snprintf(decoder->messages.message, CTHUMB_MESSAGE_CAPACITY, "out of memory");
-        return -1;
-    }
-    for (uint32_t y = 0; y < height; y++) decoder->rowPointers[y] = pixels + (size_t)y * rowStride;
+// What png_read_image does, in slices: each pass reads every row of the image in order (libpng
+// skips the rows a pass has no pixels in) and combines its pixels into the row in place, so the
+// caller can check for cancellation between slices instead of once for all seven passes.
+int CThumb_PNGReadInterlacedRows(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride,
+                                 int count) {
     if (setjmp(png_jmpbuf(decoder->png))) return -1;
-    png_read_image(decoder->png, decoder->rowPointers);
-    return 0;
+    uint32_t height = png_get_image_height(decoder->png, decoder->info);
+    if (height == 0) return 0;
+    for (int i = 0; i < count; i++) {
+        uint32_t y = (uint32_t)(decoder->interlacedRowReads % height);
+        png_read_row(decoder->png, pixels + (size_t)y * rowStride, NULL);
+        decoder->interlacedRowReads += 1;
+    }
+    return count;
 }
 
 const char *CThumb_PNGErrorMessage(const CThumb_PNGDecoder *decoder) {

@@ -114,8 +114,11 @@ int CThumb_PNGReadInfo(CThumb_PNGDecoder *decoder, CThumb_PNGInfo *info);
 int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, int *passes);
 /// Non-interlaced images: reads the next `count` rows. Returns rows read or -1.
 int CThumb_PNGReadRows(CThumb_PNGDecoder *decoder, uint8_t *rows, size_t rowStride, int count);
-/// Interlaced images: reads the whole image into `pixels` (height rows, `rowStride` apart).
-int CThumb_PNGReadImage(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride);
+/// Interlaced images: the next `count` of the passes × height row reads (pass by pass, each
+/// over rows 0..height-1), each combined into its row of `pixels` (the whole image, `rowStride`
+/// apart). Returns `count` or -1.
+int CThumb_PNGReadInterlacedRows(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride,
+                                 int count);
 const char *CThumb_PNGErrorMessage(const CThumb_PNGDecoder *decoder);
 int CThumb_PNGWarningCount(const CThumb_PNGDecoder *decoder);
 const char *CThumb_PNGFirstWarning(const CThumb_PNGDecoder *decoder);
