@@ -228,10 +228,15 @@ typedef struct {
     CThumb_JPEGError error;
     unsigned char *buffer;
     unsigned long length;
+    int cancelled;
 } CThumb_JPEGEncoder;
+
+// Rows of input between two asks of an encoder's cancellation check (at least one row).
+enum { CThumb_jpegEncodeBytesPerCancelCheck = 8192 };
 
 int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
                       int components, int quality, int progressive, int optimizeCoding,
+                      CThumb_CancelCheck check, void *checkContext,
                       uint8_t **output, unsigned long *outputLength,
                       char message[CTHUMB_MESSAGE_CAPACITY]) {
     *output = NULL;
@@ -243,11 +248,12 @@ int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, si
     }
     CThumb_jpegInstallErrors(&encoder->error, &encoder->info.err);
     if (setjmp(encoder->error.jump)) {
+        int status = encoder->cancelled ? CTHUMB_CANCELLED : -1;
         snprintf(message, CTHUMB_MESSAGE_CAPACITY, "%s", encoder->error.message);
         jpeg_destroy_compress(&encoder->info);
         free(encoder->buffer);
         free(encoder);
-        return -1;
+        return status;
     }
     jpeg_create_compress(&encoder->info);
     jpeg_mem_dest(&encoder->info, &encoder->buffer, &encoder->length);
@@ -261,7 +267,15 @@ int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, si
     encoder->info.dct_method = JDCT_ISLOW;
     if (progressive) jpeg_simple_progression(&encoder->info);
     jpeg_start_compress(&encoder->info, TRUE);
+    size_t rowBytes = (size_t)width * (size_t)components;
+    JDIMENSION rowsPerCheck = rowBytes >= CThumb_jpegEncodeBytesPerCancelCheck
+                                  ? 1 : (JDIMENSION)(CThumb_jpegEncodeBytesPerCancelCheck / (rowBytes ? rowBytes : 1));
     while (encoder->info.next_scanline < height) {
+        if (check && encoder->info.next_scanline % rowsPerCheck == 0 && check(checkContext)) {
+            encoder->cancelled = 1;
+            snprintf(encoder->error.message, CTHUMB_MESSAGE_CAPACITY, "cancelled");
+            longjmp(encoder->error.jump, 1); // to this function's own cleanup above
+        }
         JSAMPROW row = (JSAMPROW)(pixels + (size_t)encoder->info.next_scanline * rowStride);
         jpeg_write_scanlines(&encoder->info, &row, 1);
     }

@@ -80,9 +80,11 @@ const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder);
 // MARK: - JPEG encoding
 
 /// Encodes 8-bit RGB (`components` 3) or gray (1) pixels, 4:2:0. On success `*output` is a
-/// malloc'd buffer to free with CThumb_Free. On failure `message` holds the reason.
+/// malloc'd buffer to free with CThumb_Free. On failure `message` holds the reason. `check`
+/// (NULL: none) is asked every few KB of rows; when it says stop, returns CTHUMB_CANCELLED.
 int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
                       int components, int quality, int progressive, int optimizeCoding,
+                      CThumb_CancelCheck check, void *checkContext,
                       uint8_t **output, unsigned long *outputLength,
                       char message[CTHUMB_MESSAGE_CAPACITY]);
 
@@ -126,8 +128,10 @@ const char *CThumb_PNGFirstWarning(const CThumb_PNGDecoder *decoder);
 // MARK: - PNG encoding
 
 /// Encodes 8-bit RGB (`channels` 3) or RGBA (4). `*output` is malloc'd: free with CThumb_Free.
+/// `check` as for CThumb_JPEGEncode (zlib at level 6 is the slow part of a thumbnail).
 int CThumb_PNGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
-                     int channels, int compressionLevel, uint8_t **output, size_t *outputLength,
+                     int channels, int compressionLevel, CThumb_CancelCheck check,
+                     void *checkContext, uint8_t **output, size_t *outputLength,
                      char message[CTHUMB_MESSAGE_CAPACITY]);
 
 // MARK: - Colour management (Little CMS)

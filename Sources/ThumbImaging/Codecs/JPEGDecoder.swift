@@ -19,12 +19,7 @@ final class JPEGDecoder {
         self.handle = handle
         self.source = source
         cancellation = isCancelled.map(CancellationContext.init)
-        if let cancellation {
-            // A C function that returns to C: the shim decides to longjmp after this frame is gone.
-            CThumb_JPEGDecoderSetCancelCheck(handle, { context in
-                Unmanaged<CancellationContext>.fromOpaque(context!).takeUnretainedValue().isCancelled() ? 1 : 0
-            }, Unmanaged.passUnretained(cancellation).toOpaque())
-        }
+        if let cancellation { CThumb_JPEGDecoderSetCancelCheck(handle, CancellationContext.ask, cancellation.pointer) }
         var header = CThumb_JPEGHeader()
         guard CThumb_JPEGReadHeader(handle, &header) == 0 else {
             let message = String(cString: CThumb_JPEGErrorMessage(handle))
@@ -82,11 +77,4 @@ final class JPEGDecoder {
         let message = String(cString: CThumb_JPEGErrorMessage(handle))
         return message.hasPrefix("too many progressive scans") ? .tooLarge(reason: message) : .undecodable(reason: message)
     }
-}
-
-/// The caller's check, boxed so that C can hold it as a context pointer.
-private final class CancellationContext {
-    let isCancelled: CancellationCheck
-
-    init(_ isCancelled: @escaping CancellationCheck) { self.isCancelled = isCancelled }
 }
