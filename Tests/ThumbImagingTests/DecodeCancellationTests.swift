@@ -150,3 +150,32 @@ struct DecodeCancellationTests {
         #expect(try Self.render(path, nil) == reference)
     }
 }
+
+/// The encoders ask the check between slices of rows: zlib makes a PNG avatar the longest
+/// stretch of a small thumbnail.
+@Suite("Encode cancellation")
+struct EncodeCancellationTests {
+    @Test("an encode asks the check between slices of rows, stops at the first true, and is unchanged otherwise",
+          arguments: [ImageFormat.png, .jpeg])
+    func encodeCancels(_ format: ImageFormat) throws {
+        let kind = SlotKind(name: "avatar", widthPoints: 48, heightPoints: 48, scales: [3], mode: .fill, mask: .circle)
+        let image = try Thumbnailer().render(loadSource(DecodeCancellationTests.sequentialPath),
+                                             request: ThumbnailRequest(kind: kind, scale: 3)).pixels
+        try #require(image.height == 144 && image.channels == 4)
+        let reference = try ImageEncoder.encode(image, as: format, settings: EncoderSettings())
+        let counting = CountingCheck()
+        #expect(try ImageEncoder.encode(image, as: format, settings: EncoderSettings(), isCancelled: counting.check) == reference)
+        let total = counting.calls
+        // 144 rows of 576 bytes, a check every 8 KB (14 rows): 11 slices.
+        #expect(total >= 2, "\(format): the encoder asked the check \(total) times")
+        for cancelAt in 1...max(1, total) {
+            let cancelling = CountingCheck(cancelAt: cancelAt)
+            let error = DecodeCancellationTests.thrown {
+                _ = try ImageEncoder.encode(image, as: format, settings: EncoderSettings(), isCancelled: cancelling.check)
+            }
+            #expect(error == .cancelled, "\(format), cancel at call \(cancelAt) of \(total): \(String(describing: error))")
+            #expect(cancelling.calls == cancelAt)
+        }
+        #expect(try ImageEncoder.encode(image, as: format, settings: EncoderSettings()) == reference)
+    }
+}
