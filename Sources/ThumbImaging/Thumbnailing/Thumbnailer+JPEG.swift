@@ -10,7 +10,7 @@ extension Thumbnailer {
         let profile = decoder.iccProfile()
         let inverted = decoder.header.sawAdobeMarker != 0
         let cmykTransform = decoder.isCMYK
-            ? profile.flatMap { ColorProfileTransform(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
+            ? profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
             : nil
 
         let scaled = try decoder.start(scaleDenominator: denominator)
@@ -48,7 +48,7 @@ extension Thumbnailer {
         let warning = decoder.warning
         return zip(outputs, shrinkers).map { output, shrinker in
             let pixels = finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
-            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform(profile: $0, layout: .rgb) }
+            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning)
         }

@@ -51,7 +51,7 @@ extension Thumbnailer {
         let warning = decoder.warning
         return zip(outputs, shrinkers).map { output, shrinker in
             let pixels = finish(shrinker.output, shrinkFactor: Double(output.boxFactor), geometry: output.geometry)
-            let transform = profile.flatMap { ColorProfileTransform(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
+            let transform = profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
                                     orientation: .up, colorTransform: transform, warning: warning)
         }
