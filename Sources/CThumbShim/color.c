@@ -20,13 +20,15 @@ CThumb_ColorTransform *CThumb_ColorTransformCreate(const uint8_t *profile, size_
     if (!source) return NULL;
     cmsColorSpaceSignature space = cmsGetColorSpace(source);
     cmsUInt32Number inputFormat, outputFormat = TYPE_RGB_8;
-    cmsUInt32Number flags = 0;
+    // No one-pixel memo in the transform: it then keeps no state between calls, so one transform
+    // serves every worker thread at once (thumbd caches built transforms), with the same results.
+    cmsUInt32Number flags = cmsFLAGS_NOCACHE;
     switch (input) {
     case CThumb_PixelRGB8: inputFormat = TYPE_RGB_8; break;
     case CThumb_PixelRGBA8:
         inputFormat = TYPE_RGBA_8;
         outputFormat = TYPE_RGBA_8;
-        flags = cmsFLAGS_COPY_ALPHA;
+        flags |= cmsFLAGS_COPY_ALPHA;
         break;
     case CThumb_PixelCMYK8: inputFormat = TYPE_CMYK_8; break;
     case CThumb_PixelCMYK8Inverted: inputFormat = TYPE_CMYK_8_REV; break;

@@ -3,7 +3,8 @@
 // libjpeg and libpng report fatal errors by longjmp. Every setjmp lives in this file's
 // implementation, in a C frame that is entered and left by each phase function below, so
 // no Swift frame is ever jumped over. Every function returns 0 (or a count) on success and
-// -1 on failure, with the library's message kept in the decoder for the caller to read.
+// -1 on failure (CTHUMB_CANCELLED when a cancellation check stopped it), with the library's
+// message kept in the decoder for the caller to read.
 // Symbols are prefixed CThumb_. Swift code imports this module only inside ThumbImaging.
 #ifndef CTHUMB_SHIM_H
 #define CTHUMB_SHIM_H
@@ -12,6 +13,14 @@
 #include <stdint.h>
 
 #define CTHUMB_MESSAGE_CAPACITY 200
+
+/// What a phase returns when a cancellation check stopped it (distinct from -1, a decode error).
+#define CTHUMB_CANCELLED (-2)
+
+/// A cancellation request, asked from C in the middle of a library call: returns nonzero to
+/// stop. It must return normally (never longjmp, never throw): the shim itself then abandons
+/// the phase by longjmp over the library's C frames, after the check's own frame is gone.
+typedef int (*CThumb_CancelCheck)(void *context);
 
 // MARK: - JPEG decoding
 
@@ -44,15 +53,24 @@ typedef struct {
 CThumb_JPEGDecoder *CThumb_JPEGDecoderCreate(const uint8_t *data, size_t length, int maxScans,
                                              long maxMemoryBytes);
 void CThumb_JPEGDecoderDestroy(CThumb_JPEGDecoder *decoder);
+/// Installs `check` (with `context`, borrowed: it must outlive the decoder's use), asked by
+/// libjpeg's progress monitor while a progressive file's scans are consumed in CThumb_JPEGStart
+/// and while rows are read (rate-limited by work done; the first monitor call always asks).
+/// When it returns nonzero, that phase and every later one return CTHUMB_CANCELLED; the decoder
+/// is then only good for CThumb_JPEGDecoderDestroy.
+void CThumb_JPEGDecoderSetCancelCheck(CThumb_JPEGDecoder *decoder, CThumb_CancelCheck check,
+                                      void *context);
 int CThumb_JPEGReadHeader(CThumb_JPEGDecoder *decoder, CThumb_JPEGHeader *header);
 /// Copies the ICC profile (APP2 chunks reassembled) into a malloc'd buffer; free with CThumb_Free.
 /// Returns 1 with a profile, 0 without one, -1 on error.
 int CThumb_JPEGCopyICCProfile(CThumb_JPEGDecoder *decoder, uint8_t **profile, unsigned int *length);
 /// Starts decompression at scale 1/`scaleDenominator` (1, 2, 4 or 8). Output is RGB for
 /// gray, YCbCr and RGB files (3 bytes a pixel) and CMYK for CMYK and YCCK files (4 bytes).
+/// Returns 0, -1 on error or CTHUMB_CANCELLED.
 int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t *outputWidth,
                      uint32_t *outputHeight, int *outputComponents);
-/// Reads up to `maxRows` rows into `rows` (`rowStride` bytes apart). Returns rows read, or -1.
+/// Reads up to `maxRows` rows into `rows` (`rowStride` bytes apart). Returns rows read, -1 or
+/// CTHUMB_CANCELLED.
 int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowStride, int maxRows);
 const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder);
 /// Number of corrupt-data warnings seen so far, and the first one's text.
@@ -62,9 +80,11 @@ const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder);
 // MARK: - JPEG encoding
 
 /// Encodes 8-bit RGB (`components` 3) or gray (1) pixels, 4:2:0. On success `*output` is a
-/// malloc'd buffer to free with CThumb_Free. On failure `message` holds the reason.
+/// malloc'd buffer to free with CThumb_Free. On failure `message` holds the reason. `check`
+/// (NULL: none) is asked every few KB of rows; when it says stop, returns CTHUMB_CANCELLED.
 int CThumb_JPEGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
                       int components, int quality, int progressive, int optimizeCoding,
+                      CThumb_CancelCheck check, void *checkContext,
                       uint8_t **output, unsigned long *outputLength,
                       char message[CTHUMB_MESSAGE_CAPACITY]);
 
@@ -96,8 +116,11 @@ int CThumb_PNGReadInfo(CThumb_PNGDecoder *decoder, CThumb_PNGInfo *info);
 int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, int *passes);
 /// Non-interlaced images: reads the next `count` rows. Returns rows read or -1.
 int CThumb_PNGReadRows(CThumb_PNGDecoder *decoder, uint8_t *rows, size_t rowStride, int count);
-/// Interlaced images: reads the whole image into `pixels` (height rows, `rowStride` apart).
-int CThumb_PNGReadImage(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride);
+/// Interlaced images: the next `count` of the passes × height row reads (pass by pass, each
+/// over rows 0..height-1), each combined into its row of `pixels` (the whole image, `rowStride`
+/// apart). Returns `count` or -1.
+int CThumb_PNGReadInterlacedRows(CThumb_PNGDecoder *decoder, uint8_t *pixels, size_t rowStride,
+                                 int count);
 const char *CThumb_PNGErrorMessage(const CThumb_PNGDecoder *decoder);
 int CThumb_PNGWarningCount(const CThumb_PNGDecoder *decoder);
 const char *CThumb_PNGFirstWarning(const CThumb_PNGDecoder *decoder);
@@ -105,8 +128,10 @@ const char *CThumb_PNGFirstWarning(const CThumb_PNGDecoder *decoder);
 // MARK: - PNG encoding
 
 /// Encodes 8-bit RGB (`channels` 3) or RGBA (4). `*output` is malloc'd: free with CThumb_Free.
+/// `check` as for CThumb_JPEGEncode (zlib at level 6 is the slow part of a thumbnail).
 int CThumb_PNGEncode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t rowStride,
-                     int channels, int compressionLevel, uint8_t **output, size_t *outputLength,
+                     int channels, int compressionLevel, CThumb_CancelCheck check,
+                     void *checkContext, uint8_t **output, size_t *outputLength,
                      char message[CTHUMB_MESSAGE_CAPACITY]);
 
 // MARK: - Colour management (Little CMS)

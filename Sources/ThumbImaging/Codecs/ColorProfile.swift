@@ -1,8 +1,10 @@
 import CThumbShim
 
 /// A conversion from an embedded ICC profile to sRGB (Little CMS, perceptual intent).
-final class ColorProfileTransform {
-    enum Layout { case rgb, rgba, cmyk, cmykInverted }
+/// Sendable: the shim builds it without lcms's one-pixel memo, so `apply` keeps no state and
+/// any number of threads may use one transform at once (see `shared(profile:layout:)`).
+final class ColorProfileTransform: @unchecked Sendable {
+    enum Layout: Hashable { case rgb, rgba, cmyk, cmykInverted }
 
     private let handle: OpaquePointer
     let layout: Layout

@@ -11,9 +11,14 @@ public enum ImageEncoder {
         }
     }
 
-    /// Encodes `image`; JPEG output flattens any alpha over white.
-    public static func encode(_ image: PixelBuffer, as format: ImageFormat, settings: EncoderSettings) throws(ImagingError) -> [UInt8] {
+    /// Encodes `image`; JPEG output flattens any alpha over white. `isCancelled` is asked every
+    /// few KB of rows (zlib makes a PNG the slowest step of a small thumbnail).
+    public static func encode(_ image: PixelBuffer, as format: ImageFormat, settings: EncoderSettings,
+                              isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [UInt8] {
         var message = [CChar](repeating: 0, count: Int(CTHUMB_MESSAGE_CAPACITY))
+        let cancellation = isCancelled.map(CancellationContext.init)
+        defer { withExtendedLifetime(cancellation) {} }
+        let check = cancellation.map { _ in CancellationContext.ask }
         switch format {
         case .jpeg:
             let opaque = image.flattened()
@@ -21,7 +26,8 @@ public enum ImageEncoder {
             var length: UInt = 0
             let status = opaque.bytes.withUnsafeBufferPointer { pixels in
                 CThumb_JPEGEncode(pixels.baseAddress, UInt32(opaque.width), UInt32(opaque.height), opaque.rowBytes, 3,
-                                  Int32(settings.jpegQuality), settings.jpegProgressive ? 1 : 0, 1, &output, &length, &message)
+                                  Int32(settings.jpegQuality), settings.jpegProgressive ? 1 : 0, 1, check, cancellation?.pointer,
+                                  &output, &length, &message)
             }
             return try collect(status: status, output: output, length: Int(length), message: message)
         case .png:
@@ -29,7 +35,8 @@ public enum ImageEncoder {
             var length = 0
             let status = image.bytes.withUnsafeBufferPointer { pixels in
                 CThumb_PNGEncode(pixels.baseAddress, UInt32(image.width), UInt32(image.height), image.rowBytes,
-                                 Int32(image.channels), Int32(settings.pngCompressionLevel), &output, &length, &message)
+                                 Int32(image.channels), Int32(settings.pngCompressionLevel), check, cancellation?.pointer,
+                                 &output, &length, &message)
             }
             return try collect(status: status, output: output, length: length, message: message)
         }
@@ -37,6 +44,7 @@ public enum ImageEncoder {
 
     private static func collect(status: Int32, output: UnsafeMutablePointer<UInt8>?, length: Int,
                                 message: [CChar]) throws(ImagingError) -> [UInt8] {
+        if status == CTHUMB_CANCELLED { throw .cancelled }
         guard status == 0, let output else {
             throw .encodingFailed(reason: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }

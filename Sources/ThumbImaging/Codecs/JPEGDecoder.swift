@@ -1,20 +1,25 @@
 import CThumbShim
 
 /// One JPEG decode, in libjpeg's phases: header (cheap, checked against limits), then a start
-/// at a chosen DCT scale, then rows in batches (the cancellation checkpoints).
+/// at a chosen DCT scale, then rows in batches. `isCancelled` is asked from inside libjpeg too
+/// (its progress monitor), so a progressive file, whose scans are all consumed by `start`,
+/// stops within a few MCU rows instead of after the whole entropy decode.
 final class JPEGDecoder {
     private let handle: OpaquePointer
     private let source: SourceBytes // kept alive: libjpeg reads from its memory
+    private let cancellation: CancellationContext? // kept alive: the shim holds it unretained
     let header: CThumb_JPEGHeader
     let orientation: Orientation
 
-    init(source: SourceBytes, limits: ImageLimits) throws(ImagingError) {
+    init(source: SourceBytes, limits: ImageLimits, isCancelled: CancellationCheck? = nil) throws(ImagingError) {
         guard let handle = CThumb_JPEGDecoderCreate(source.pointer, source.count, Int32(clamping: limits.maxProgressiveScans),
                                                     limits.maxDecoderMemoryBytes) else {
             throw .undecodable(reason: "cannot create a JPEG decoder (out of memory)")
         }
         self.handle = handle
         self.source = source
+        cancellation = isCancelled.map(CancellationContext.init)
+        if let cancellation { CThumb_JPEGDecoderSetCancelCheck(handle, CancellationContext.ask, cancellation.pointer) }
         var header = CThumb_JPEGHeader()
         guard CThumb_JPEGReadHeader(handle, &header) == 0 else {
             let message = String(cString: CThumb_JPEGErrorMessage(handle))
@@ -48,16 +53,15 @@ final class JPEGDecoder {
     /// bytes per pixel (3 for RGB, 4 for CMYK).
     func start(scaleDenominator: Int) throws(ImagingError) -> (width: Int, height: Int, components: Int) {
         var width: UInt32 = 0, height: UInt32 = 0, components: Int32 = 0
-        guard CThumb_JPEGStart(handle, Int32(scaleDenominator), &width, &height, &components) == 0 else {
-            throw failure()
-        }
+        let status = CThumb_JPEGStart(handle, Int32(scaleDenominator), &width, &height, &components)
+        guard status == 0 else { throw failure(status) }
         return (Int(width), Int(height), Int(components))
     }
 
     /// Reads up to `maxRows` rows; returns how many were read (0 at the end).
     func readRows(into rows: UnsafeMutablePointer<UInt8>, rowStride: Int, maxRows: Int) throws(ImagingError) -> Int {
         let count = CThumb_JPEGReadRows(handle, rows, rowStride, Int32(maxRows))
-        guard count >= 0 else { throw failure() }
+        guard count >= 0 else { throw failure(count) }
         return Int(count)
     }
 
@@ -68,7 +72,8 @@ final class JPEGDecoder {
         return "\(count) warning(s), first: \(String(cString: CThumb_JPEGFirstWarning(handle)))"
     }
 
-    private func failure() -> ImagingError {
+    private func failure(_ status: Int32) -> ImagingError {
+        if status == CTHUMB_CANCELLED { return .cancelled }
         let message = String(cString: CThumb_JPEGErrorMessage(handle))
         return message.hasPrefix("too many progressive scans") ? .tooLarge(reason: message) : .undecodable(reason: message)
     }

@@ -1,7 +1,7 @@
 import CThumbShim
 
 /// One PNG decode: info (checked against limits before any pixel buffer exists), then rows,
-/// streamed for non-interlaced images or read whole for Adam7 ones.
+/// streamed for non-interlaced images, or for Adam7 ones combined pass by pass into a whole frame.
 final class PNGDecoder {
     private let handle: OpaquePointer
     private let source: SourceBytes // kept alive: libpng reads from its memory
@@ -54,19 +54,20 @@ final class PNGDecoder {
         return Array(UnsafeBufferPointer(start: profile, count: Int(info.iccProfileLength)))
     }
 
-    /// Sets up 8-bit RGB(A) output; returns channels (3 or 4) and whether the image is interlaced.
-    func start(applyGamma: Bool) throws(ImagingError) -> (channels: Int, interlaced: Bool) {
+    /// Sets up 8-bit RGB(A) output; returns channels (3 or 4) and the interlace passes (1 or 7).
+    func start(applyGamma: Bool) throws(ImagingError) -> (channels: Int, passes: Int) {
         var channels: Int32 = 0, passes: Int32 = 0
         guard CThumb_PNGStart(handle, applyGamma ? 1 : 0, &channels, &passes) == 0 else { throw failure() }
-        return (Int(channels), passes > 1)
+        return (Int(channels), Int(passes))
     }
 
     func readRows(into rows: UnsafeMutablePointer<UInt8>, rowStride: Int, count: Int) throws(ImagingError) {
         guard CThumb_PNGReadRows(handle, rows, rowStride, Int32(count)) == Int32(count) else { throw failure() }
     }
 
-    func readImage(into pixels: UnsafeMutablePointer<UInt8>, rowStride: Int) throws(ImagingError) {
-        guard CThumb_PNGReadImage(handle, pixels, rowStride) == 0 else { throw failure() }
+    /// Interlaced images: the next `count` of the passes × height row reads, into the whole frame.
+    func readInterlacedRows(into pixels: UnsafeMutablePointer<UInt8>, rowStride: Int, count: Int) throws(ImagingError) {
+        guard CThumb_PNGReadInterlacedRows(handle, pixels, rowStride, Int32(count)) == Int32(count) else { throw failure() }
     }
 
     var warning: String? {

@@ -3,14 +3,14 @@ extension Thumbnailer {
     /// block shrinker → Lanczos. Never holds the full-resolution frame unless no reduction is possible.
     func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest],
                     isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
-        let decoder = try JPEGDecoder(source: source, limits: limits)
+        let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
         let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                           sourceOrientation: decoder.orientation, allowsDCT: true)
         let profile = decoder.iccProfile()
         let inverted = decoder.header.sawAdobeMarker != 0
         let cmykTransform = decoder.isCMYK
-            ? profile.flatMap { ColorProfileTransform(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
+            ? profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
             : nil
 
         let scaled = try decoder.start(scaleDenominator: denominator)
@@ -48,7 +48,7 @@ extension Thumbnailer {
         let warning = decoder.warning
         return zip(outputs, shrinkers).map { output, shrinker in
             let pixels = finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
-            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform(profile: $0, layout: .rgb) }
+            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning)
         }

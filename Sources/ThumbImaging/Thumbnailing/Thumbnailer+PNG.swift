@@ -1,6 +1,7 @@
 extension Thumbnailer {
     /// PNG: info → limits → rows streamed into the block shrinkers (Adam7 images are read
-    /// whole, since their passes fill the frame out of order) → Lanczos.
+    /// whole, since their passes fill the frame out of order, in slices of row reads with a
+    /// cancellation check between them) → Lanczos.
     func renderPNG(_ source: SourceBytes, requests: [ThumbnailRequest],
                    isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try PNGDecoder(source: source, limits: limits)
@@ -14,17 +15,24 @@ extension Thumbnailer {
             BoxShrinker(sourceWidth: decoder.width, sourceHeight: decoder.height, channels: layout.channels, factor: $0.boxFactor)
         }
         let rowStride = decoder.width * layout.channels
-        if layout.interlaced {
+        let batchRows = 16
+        if layout.passes > 1 {
             if isCancelled?() == true { throw .cancelled }
             var image = [UInt8](repeating: 0, count: rowStride * decoder.height)
-            try image.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) in
-                try decoder.readImage(into: buffer.baseAddress!, rowStride: rowStride)
+            // Passes × height cannot overflow: passes is 7 and height fits in 32 bits.
+            var remaining = layout.passes * decoder.height
+            while remaining > 0 {
+                let count = min(batchRows, remaining)
+                try image.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) in
+                    try decoder.readInterlacedRows(into: buffer.baseAddress!, rowStride: rowStride, count: count)
+                }
+                remaining -= count
+                if remaining > 0, isCancelled?() == true { throw .cancelled }
             }
             image.withUnsafeBufferPointer { buffer in
                 for shrinker in shrinkers { shrinker.consume(rows: buffer.baseAddress!, count: decoder.height, rowStride: rowStride) }
             }
         } else {
-            let batchRows = 16
             var rows = [UInt8](repeating: 0, count: rowStride * batchRows)
             var remaining = decoder.height
             while remaining > 0 {
@@ -43,7 +51,7 @@ extension Thumbnailer {
         let warning = decoder.warning
         return zip(outputs, shrinkers).map { output, shrinker in
             let pixels = finish(shrinker.output, shrinkFactor: Double(output.boxFactor), geometry: output.geometry)
-            let transform = profile.flatMap { ColorProfileTransform(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
+            let transform = profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
                                     orientation: .up, colorTransform: transform, warning: warning)
         }

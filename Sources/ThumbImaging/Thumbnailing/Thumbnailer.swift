@@ -35,7 +35,9 @@ public struct Thumbnail: Sendable {
     public var warning: String?
 }
 
-/// Checked between batches of decoded rows; return true to stop the work (it throws `.cancelled`).
+/// Checked between batches of decoded rows, from inside libjpeg while a progressive file's scans
+/// are consumed, and between slices of rows while encoding (so on the working thread, possibly
+/// hundreds of times a thumbnail: keep it cheap); return true to stop the work (it throws `.cancelled`).
 public typealias CancellationCheck = @Sendable () -> Bool
 
 /// Source to thumbnail: shrink-on-load, block shrink, Lanczos-3, orientation, colour, mask, encode.
@@ -69,7 +71,7 @@ public struct Thumbnailer: Sendable {
                 pixels = pixels.flattened()
             }
             let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
-            let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder)
+            let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder, isCancelled: isCancelled)
             thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height, warning: image.warning))
         }
         return thumbnails
