@@ -1,7 +1,10 @@
 // The scroll simulation: 24 cells of one client over 2,000 assets, reassigned as a fast fling
 // would (every cell gets a new asset every 16 ms for 5 s), then the scroll stops.
 //
-//   swift run -c release scroll-bench [--assets 2000] [--slots 24] [--interval-ms 16] [--seconds 5]
+//   swift run -c release scroll-bench [--assets 2000] [--slots 24] [--interval-ms 16] [--seconds 5] [--in-process]
+//
+// Renders run in sandboxed worker processes (the `thumbd` binary beside this one, as the daemon
+// runs them); --in-process renders in the pipeline's threads (`sandbox: false`).
 //
 // Prints stale deliveries, CPU spent on work nobody waited for (with and without cancellation),
 // the settle time after the stop against a cold render of 24 thumbnails, and cache-hit latency.
@@ -9,17 +12,23 @@ import Foundation
 import Synchronization
 import ThumbImaging
 import ThumbPipeline
+import ThumbWorker
 
 struct Options {
     var assets = 2_000
     var slots = 24
     var intervalMilliseconds = 16
     var seconds = 5.0
+    var inProcess = false
     var corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/corpus").standardized.path
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--in-process" {
+                inProcess = true
+                continue
+            }
             let value = iterator.next() ?? ""
             switch argument {
             case "--assets": assets = Int(value) ?? assets
@@ -66,6 +75,11 @@ func makePipeline(cancelling: Bool, cache: String) throws -> ThumbnailPipeline {
     var configuration = PipelineConfiguration(assetRoot: work + "/assets", cacheDirectory: work + "/" + cache)
     configuration.cancelsAbandonedWork = cancelling
     configuration.maxQueuedJobs = 20_000
+    if !options.inProcess {
+        let thumbd = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/thumbd"
+        configuration.worker = WorkerLaunch(executablePath: thumbd, arguments: [WorkerLaunch.workerSubcommand],
+                                            memoryLimitBytes: 4 << 30)
+    }
     return try ThumbnailPipeline(configuration: configuration)
 }
 

@@ -180,4 +180,34 @@ struct ServeSandboxTests {
         #expect(daemon.isRunning && daemon.child?.pid == pid)
         #expect(daemon.stop() == 0)
     }
+
+    @Test("thumbd render --sandbox: the same bytes as in-process; a worker crash fails its input only (exit 70)")
+    func renderSandboxed() throws {
+        let photo = try ServePaths.largePhotos()[0]
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-render-sandbox-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let trap = folder + "/trap.jpg"
+        try Data("THUMBD-FAULT:trap\n".utf8).write(to: URL(fileURLWithPath: trap))
+        func render(_ inputs: [String], into out: String, sandbox: Bool, environment: [String: String] = [:]) throws -> Int32? {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            let child = try ServeChild([try ServePaths.thumbd(), "render"] + inputs + ["--slot", "large", "--out-dir", out]
+                                       + (sandbox ? ["--sandbox"] : []),
+                                       environment: ServeChild.cleanEnvironment.merging(environment) { _, new in new },
+                                       stdout: out + "/stdout", stderr: out + "/stderr")
+            return child.wait(timeout: 60)
+        }
+        #expect(try render([photo], into: folder + "/in", sandbox: false) == 0)
+        #expect(try render([photo], into: folder + "/out", sandbox: true) == 0)
+        let base = URL(fileURLWithPath: photo).deletingPathExtension().lastPathComponent
+        let inProcess = try Data(contentsOf: URL(fileURLWithPath: folder + "/in/\(base).large@1x.jpg"))
+        let sandboxed = try Data(contentsOf: URL(fileURLWithPath: folder + "/out/\(base).large@1x.jpg"))
+        #expect(!inProcess.isEmpty && inProcess == sandboxed)
+        let status = try render([trap, photo], into: folder + "/fault", sandbox: true,
+                                environment: ["THUMBD_WORKER_EXECUTABLE": try Self.testWorker()])
+        #expect(status == 70)
+        let errors = (try? String(contentsOfFile: folder + "/fault/stderr", encoding: .utf8)) ?? ""
+        #expect(errors.contains("trap.jpg: the renderer died on this file"), "\(errors)")
+        #expect(FileManager.default.fileExists(atPath: folder + "/fault/\(base).large@1x.jpg"))
+    }
 }

@@ -64,7 +64,8 @@ import Glibc
         let (outcome, pid, seconds) = try fault("loop", deadlineSeconds: 1)
         guard case .timedOut(let waited, let cpu) = outcome else { throw WorkerFixture.Failure("expected a timeout, got \(outcome)") }
         #expect(waited >= 1 && seconds < 2, "answered after \(seconds) s")
-        #expect(cpu > 0.5, "the spinning worker spent \(cpu) s of CPU")
+        // Counted, whatever share of the two shared cores the spinning worker got.
+        #expect(cpu > 0.05, "the spinning worker spent \(cpu) s of CPU")
         #expect(WorkerFixture.isGone(pid), "the looping worker is killed and reaped")
         #expect(counters.snapshot().count(.timedOut) == 1)
         try expectWorks(after: pid)

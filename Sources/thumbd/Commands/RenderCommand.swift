@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import ThumbImaging
 import ThumbPipeline
+import ThumbWorker
 
 /// `thumbd render`: one-shot thumbnails of files, in parallel across the cores.
 struct RenderCommand: ThumbdCommand {
@@ -10,6 +11,7 @@ struct RenderCommand: ThumbdCommand {
     static let usage = """
         usage: thumbd render INPUT... --slot KIND|SPEC [--slot ...] [--scale N] [--config FILE]
                              [-o FILE | --out-dir DIR] [--format auto|jpeg|png] [--quality N] [--no-rotate]
+                             [--sandbox]
 
           --slot KIND|SPEC   a kind of the config (contact-avatar, large@2x), an inline spec in points
                              (48x48@3x,fill,circle  256x256,fit  56x56@2x,fill,radius=8), or 'all'
@@ -21,9 +23,11 @@ struct RenderCommand: ThumbdCommand {
           --quality N        JPEG quality 1-100
           --no-rotate        ignore EXIF orientation
           --jobs N           parallel renders (default: one per core)
+          --sandbox          decode in sandboxed worker processes, as `thumbd serve` does (for files
+                             you do not trust: a decoder crash or loop fails that input only)
 
         exit status: 0 all rendered; 64 usage; 65 an input is not a decodable image or breaks a limit;
-        66 an input is missing; 70 encoder failure; 73/74 output or I/O errors; 77 an input may not be
+        66 an input is missing; 70 encoder failure or a worker died (--sandbox); 73/74 output or I/O errors; 77 an input may not be
         read; 78 bad config. With several failures, the first's.
         """
 
@@ -37,11 +41,12 @@ struct RenderCommand: ThumbdCommand {
     var quality: Int?
     var appliesOrientation: Bool
     var jobs: Int
+    var sandboxed: Bool
 
     init(arguments: [String]) throws(UsageError) {
         let scanner = try ArgumentScanner(arguments, valued: ["--slot", "--scale", "--config", "-o", "--output", "--out-dir",
                                                               "--format", "--quality", "--jobs"],
-                                          flags: ["--no-rotate"])
+                                          flags: ["--no-rotate", "--sandbox"])
         inputs = scanner.positionals
         slots = scanner.values("--slot")
         guard !inputs.isEmpty else { throw UsageError(message: "no input files") }
@@ -61,6 +66,7 @@ struct RenderCommand: ThumbdCommand {
         quality = try scanner.integer("--quality", in: 1...100)
         appliesOrientation = !scanner.flag("--no-rotate")
         jobs = try scanner.integer("--jobs", in: 1...256) ?? System.processorCount
+        sandboxed = scanner.flag("--sandbox")
     }
 
     /// One output to produce.
@@ -99,7 +105,14 @@ struct RenderCommand: ThumbdCommand {
         let groups = Dictionary(grouping: jobs.indices, by: { jobs[$0].input }).values.sorted { $0[0] < $1[0] }
         let work = Mutex(0)
         let total = jobs.count
-        DispatchQueue.concurrentPerform(iterations: min(self.jobs, groups.count)) { _ in
+        let lanes = min(self.jobs, groups.count)
+        // One worker process per lane, as one per render thread in the daemon.
+        let supervisors = sandboxed
+            ? (0..<lanes).map { _ in RenderWorkerSupervisor(launch: .thumbd(memoryLimitBytes: config.service.workerMemoryBytes),
+                                                            counters: WorkerRestartCounters()) }
+            : []
+        let renderSeconds = config.service.renderSeconds
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             while true {
                 let next: Int = work.withLock { next in
                     defer { next += 1 }
@@ -111,7 +124,10 @@ struct RenderCommand: ThumbdCommand {
                     ThumbnailRequest(kind: jobs[$0].selection.kind, scale: jobs[$0].scale, encoder: requestEncoder,
                                      appliesOrientation: orientation)
                 }
-                let results = Self.render(indices.map { jobs[$0] }, requests: requests, thumbnailer: thumbnailer)
+                let results = supervisors.isEmpty
+                    ? Self.render(indices.map { jobs[$0] }, requests: requests, thumbnailer: thumbnailer)
+                    : Self.render(indices.map { jobs[$0] }, requests: requests, limits: thumbnailer.limits, tuning: thumbnailer.tuning,
+                                  in: supervisors[lane], renderSeconds: renderSeconds)
                 for (index, result) in zip(indices, results) {
                     switch result {
                     case .success(let line): lines.withLock { $0[index] = line }
@@ -120,6 +136,7 @@ struct RenderCommand: ThumbdCommand {
                 }
             }
         }
+        for supervisor in supervisors { supervisor.shutdown() }
         var lastFailure: String?
         for index in 0..<total {
             if let line = lines.withLock({ $0[index] }) { Console.out(line) }
@@ -193,17 +210,20 @@ struct RenderCommand: ThumbdCommand {
             let code = ExitCode(ThumbFailure(error))
             return jobs.map { _ in .failure(Failure(message: "\(input): \(error)", code: code)) }
         }
-        return zip(jobs, thumbnails).map { job, thumbnail -> Result<String, Failure> in
-            let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")
-            let path = isNamedOutput ? job.output : "\(job.output).\(thumbnail.format.fileExtension)"
-            do throws(OutputError) {
-                try OutputFile.write(thumbnail.bytes, to: path)
-            } catch {
-                return .failure(Failure(message: "\(error.path): \(error.reason)", code: error.exitCode))
-            }
-            let warning = thumbnail.warning.map { " (recovered from corrupt data: \($0))" } ?? ""
-            return .success("\(path): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes\(warning)")
+        return zip(jobs, thumbnails).map { job, thumbnail in write(thumbnail, for: job) }
+    }
+
+    /// Writes one thumbnail; the output path gets the format's extension unless -o named it.
+    static func write(_ thumbnail: Thumbnail, for job: Job) -> Result<String, Failure> {
+        let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")
+        let path = isNamedOutput ? job.output : "\(job.output).\(thumbnail.format.fileExtension)"
+        do throws(OutputError) {
+            try OutputFile.write(thumbnail.bytes, to: path)
+        } catch {
+            return .failure(Failure(message: "\(error.path): \(error.reason)", code: error.exitCode))
         }
+        let warning = thumbnail.warning.map { " (recovered from corrupt data: \($0))" } ?? ""
+        return .success("\(path): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes\(warning)")
     }
 
     struct Failure: Error, Sendable {
