@@ -90,7 +90,8 @@ final class BatchProcess {
     let outPath: String
     let errPath: String
 
-    init(_ arguments: [String], stdin: String? = nil, scratch: Scratch) throws {
+    /// `environment`: added to this process's own.
+    init(_ arguments: [String], stdin: String? = nil, scratch: Scratch, environment: [String: String] = [:]) throws {
         let id = UUID().uuidString
         outPath = scratch.sub("stdout-\(id)")
         errPath = scratch.sub("stderr-\(id)")
@@ -98,6 +99,9 @@ final class BatchProcess {
         FileManager.default.createFile(atPath: errPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: try BatchPaths.requireThumbd())
         process.arguments = ["batch"] + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: errPath)
         process.standardInput = stdin.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
@@ -123,8 +127,9 @@ final class BatchProcess {
 }
 
 enum Batch {
-    static func run(_ arguments: [String], stdin: String? = nil, scratch: Scratch, timeout: Double = 60) throws -> BatchResult {
-        try BatchProcess(arguments, stdin: stdin, scratch: scratch).wait(timeout: timeout)
+    static func run(_ arguments: [String], stdin: String? = nil, scratch: Scratch, timeout: Double = 60,
+                    environment: [String: String] = [:]) throws -> BatchResult {
+        try BatchProcess(arguments, stdin: stdin, scratch: scratch, environment: environment).wait(timeout: timeout)
     }
 
     /// Regular files under `folder`, relative, sorted; hidden ones (`.NAME.PID.tmp`) apart.
