@@ -30,7 +30,8 @@ extension ThumbnailPipeline {
             for job in jobs { job.whenCancelled { if jobs.allSatisfy(\.isCancelled) { supervisor.cancelCurrent() } } }
             let outcome = supervisor.render(source: file.descriptor, status: version.fileStatus, label: path,
                                             requests: jobs.map(\.request), limits: configuration.limits,
-                                            tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds)
+                                            tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds,
+                                            isCancelled: { jobs.allSatisfy(\.isCancelled) })
             for job in jobs { job.whenCancelled(nil) }
             switch outcome {
             case .rendered(let answer):

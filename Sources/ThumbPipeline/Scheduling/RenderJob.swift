@@ -29,10 +29,10 @@ final class RenderJob: Sendable {
         self.generation = generation
     }
 
-    var isCancelled: Bool { cancelFlag.load(ordering: .relaxed) }
+    var isCancelled: Bool { cancelFlag.load(ordering: .sequentiallyConsistent) }
     func cancel() {
         cancelledAt.store(Self.monotonicNanoseconds(), ordering: .relaxed)
-        cancelFlag.store(true, ordering: .relaxed)
+        cancelFlag.store(true, ordering: .sequentiallyConsistent)
         cancelAction.withLock { $0?() }
     }
 

@@ -11,7 +11,8 @@ extension RenderWorker {
     /// malformed answer is reaped (killed first if it still runs). The descriptor stays the
     /// caller's (the worker gets its own copy).
     package func render(source descriptor: Int32, status: FileStatus, label: String, requests: [ThumbnailRequest],
-                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double) -> WorkerOutcome {
+                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double,
+                        isCancelled: (@Sendable () -> Bool)? = nil) -> WorkerOutcome {
         if let ending { return .crashed(WorkerDeath(pid: pid, symptom: .notListening, ending: ending, killedByDaemon: false, cpuSeconds: 0)) }
         guard !requests.isEmpty else { return .rendered(WorkerAnswer(results: [], cpuSeconds: 0)) }
         let start = ContinuousClock.now
@@ -29,6 +30,10 @@ extension RenderWorker {
         }
         beginRequest(id)
         defer { endRequest() }
+        // A cancel that came before `beginRequest` found no request to cancel: it is seen here
+        // (the caller's flag is set before its cancel reaches `cancelCurrent`; both sides are
+        // sequentially consistent, so one of them sees the other).
+        if isCancelled?() == true { page.cancel(id) }
         do throws(FrameTransportError) {
             try socket.send(frame, passing: descriptor, deadline: deadline)
         } catch {

@@ -40,11 +40,11 @@ public final class RenderWorker: @unchecked Sendable {
     /// Asks the running render to stop at its next checkpoint: its requests fail `.cancelled`.
     /// Harmless when nothing runs (request ids only grow, so no later request matches).
     public func cancelCurrent() {
-        let running = runningRequest.load(ordering: .acquiring)
+        let running = runningRequest.load(ordering: .sequentiallyConsistent)
         if running != 0 { page.cancel(running) }
     }
 
-    func beginRequest(_ id: UInt64) { runningRequest.store(id, ordering: .releasing) }
+    func beginRequest(_ id: UInt64) { runningRequest.store(id, ordering: .sequentiallyConsistent) }
     func endRequest() { runningRequest.store(0, ordering: .releasing) }
 
     /// Closes the socket, kills the worker's process group and reaps it: no zombie, no descriptor

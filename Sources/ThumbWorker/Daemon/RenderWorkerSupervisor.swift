@@ -41,7 +41,8 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
     /// worker found dead before it got the order (it died idle) is replaced and the order sent
     /// again once: only a worker that held the request counts against the file.
     package func render(source descriptor: Int32, status: FileStatus, label: String, requests: [ThumbnailRequest],
-                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double) -> WorkerOutcome {
+                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double,
+                        isCancelled: (@Sendable () -> Bool)? = nil) -> WorkerOutcome {
         for attempt in 0..<2 {
             let worker: RenderWorker
             do throws(WorkerSpawnError) {
@@ -50,7 +51,7 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
                 return .unavailable(error)
             }
             let outcome = worker.render(source: descriptor, status: status, label: label, requests: requests, limits: limits,
-                                        tuning: tuning, deadlineSeconds: deadlineSeconds)
+                                        tuning: tuning, deadlineSeconds: deadlineSeconds, isCancelled: isCancelled)
             switch outcome {
             case .rendered:
                 deathsInARow = 0

@@ -26,6 +26,7 @@ public enum RenderWorkerMain {
     /// it throws becomes every request's failure.
     public static func run(faultHook: (@Sendable (SourceBytes) throws(ImagingError) -> Void)? = nil) -> Never {
         let page = enterSandbox()
+        warmUp()
         let socket = FrameSocket(descriptor: socketDescriptor)
         do throws(FrameTransportError) {
             try socket.send(WorkerHello(pid: getpid()).encode(), deadline: nil)
