@@ -37,7 +37,8 @@ os.makedirs(assets)
 photos = sorted(os.path.join(CORPUS, "large-photos", name) for name in os.listdir(os.path.join(CORPUS, "large-photos"))
                 if name.lower().endswith(".jpg"))
 # Distinct names so that each is its own cache key; hard links cost no disk.
-for index in range(max(options.count, options.cold * 2 * options.rounds)):
+stride_total = -(-options.cold // len(photos)) * len(photos) * 2 * options.rounds
+for index in range(max(options.count, stride_total)):
     target = os.path.join(assets, f"photo-{index:04d}.jpg")
     source = photos[index % len(photos)]
     try:
@@ -108,14 +109,17 @@ def stop(process, cache):
 def cold_and_hits(sandbox, round_index):
     process, port, cache = serve(sandbox, round_index)
     try:
-        # Each round asks for photos no earlier round of this mode asked for.
-        offset = (round_index * 2 + (0 if sandbox else 1)) * options.cold
+        # Each round asks for names no earlier round asked for, starting at a multiple of the
+        # number of photos: both modes render the same photos in the same order.
+        stride = -(-options.cold // len(photos)) * len(photos)
+        offset = (round_index * 2 + (0 if sandbox else 1)) * stride
         latencies = []
         for name in names[offset:offset + options.cold]:
             start = time.monotonic()
             reply = urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/thumbnails/large/{name}", timeout=60)
             reply.read()
             latencies.append((time.monotonic() - start) * 1000)
+        # The same photo's thumbnail for both modes (sizes differ from photo to photo).
         hot = f"http://127.0.0.1:{port}/v1/thumbnails/large/{names[offset]}"
         rps = None
         if shutil.which("wrk"):

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -72,6 +73,15 @@ int CThumb_PidfdOpen(pid_t pid) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+int CThumb_KeepFreedMemory(int mmapThresholdBytes, int trimThresholdBytes) {
+    // mallopt returns 1 on success and 0 on failure, without errno.
+    if (mallopt(M_MMAP_THRESHOLD, mmapThresholdBytes) != 1 || mallopt(M_TRIM_THRESHOLD, trimThresholdBytes) != 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
 }
 
 int CThumb_SetParentDeathSignal(int signal) { return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0, 0, 0); }

@@ -32,6 +32,10 @@ int CThumb_SpawnAddCloseFrom(posix_spawn_file_actions_t *actions, int lowest);
 /// polls readable once the process has exited.
 int CThumb_PidfdOpen(pid_t pid);
 
+/// mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD) (malloc.h is not in the Glibc
+/// module): returns 0, or -1 when glibc refused a value.
+int CThumb_KeepFreedMemory(int mmapThresholdBytes, int trimThresholdBytes);
+
 /// prctl(PR_SET_PDEATHSIG, signal).
 int CThumb_SetParentDeathSignal(int signal);
 

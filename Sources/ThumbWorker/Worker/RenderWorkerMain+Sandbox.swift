@@ -25,6 +25,7 @@ extension RenderWorkerMain {
         }
         setLimit(Int32(RLIMIT_NOFILE.rawValue), to: maxDescriptors, "RLIMIT_NOFILE")
         setLimit(Int32(RLIMIT_CORE.rawValue), to: 0, "RLIMIT_CORE")
+        keepFreedMemory()
         let page: CancelPage
         do throws(SystemError) {
             page = try CancelPage.attach(cancelPageDescriptor)
@@ -38,6 +39,17 @@ extension RenderWorkerMain {
             exit(.setupFailed, "\(SystemError(operation: what, errno: errno))")
         }
         return page
+    }
+
+    /// A worker does one render after another of much the same sizes: malloc keeps what they free
+    /// (up to 64 MiB at the top of the heap, blocks under 32 MiB from the heap rather than their
+    /// own mappings) instead of returning it and faulting fresh zeroed pages in for the next one.
+    /// Measured on a 12.6 MB answer: 54–106 ms over the in-process render without, 0–25 ms with
+    /// (WorkerMeasurementTests; a busy 2-core machine). The cost: up to 64 MiB of freed memory
+    /// kept per worker. RLIMIT_AS still bounds the whole.
+    private static func keepFreedMemory() {
+        // 32 MiB is the largest M_MMAP_THRESHOLD glibc accepts on 64-bit; a refusal only costs speed.
+        _ = CThumb_KeepFreedMemory(32 << 20, 64 << 20)
     }
 
     /// `THUMBD_WORKER_MEMORY_BYTES`: decimal digits only; anything else stops the worker.
