@@ -18,6 +18,9 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
         .systemLibrary(name: "CSeccomp", path: "Sources/CSeccomp"),
+        .systemLibrary(name: "CWebP", path: "Sources/CWebP", pkgConfig: "libwebp"),
+        .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
+        .systemLibrary(name: "CHeif", path: "Sources/CHeif", pkgConfig: "libheif"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
@@ -25,7 +28,7 @@ let package = Package(
         // The bottom of the house: the system-call funnel, file identity, whole-file reads and
         // writes. Everything it declares is `package`: no module exports a syscall as API.
         .target(name: "ThumbSystem", dependencies: ["CThumbSystem"]),
-        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS"]),
+        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif"]),
         // SCM_RIGHTS (CMSG_* macros), prctl, posix_spawn's closefrom and the seccomp allow-list.
         .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.

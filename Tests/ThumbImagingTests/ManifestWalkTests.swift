@@ -119,6 +119,8 @@ struct ManifestWalkTests {
         case .png: bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
             && bytes.suffix(8).elementsEqual([0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82])
         case .jpeg: bytes.starts(with: [0xFF, 0xD8, 0xFF]) && bytes.suffix(2).elementsEqual([0xFF, 0xD9])
+        case .webp: bytes.starts(with: Array("RIFF".utf8)) && bytes.dropFirst(8).starts(with: Array("WEBP".utf8))
+        case .avif: bytes.dropFirst(4).starts(with: Array("ftypavif".utf8))
         }
     }
 }

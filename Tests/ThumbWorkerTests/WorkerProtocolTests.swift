@@ -72,12 +72,14 @@ import ThumbSystem
     @Test func imagingValuesHaveTheFieldsTheProtocolCarries() {
         #expect(Mirror(reflecting: ImageLimits()).children.count == 6)
         #expect(Mirror(reflecting: ShrinkPlan.Tuning()).children.count == 2)
-        #expect(Mirror(reflecting: EncoderSettings()).children.count == 4)
+        #expect(Mirror(reflecting: EncoderSettings()).children.count == 8)
         #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 8)
         #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 4)
         #expect(Mirror(reflecting: Self.status).children.count == 4)
         #expect(Mirror(reflecting: Thumbnail(encoded: [], format: .png, width: 1, height: 1, warning: nil)).children.count == 5)
-        #expect(EncoderSettings.Format.allCases.count == 3)
+        #expect(EncoderSettings.Format.allCases.count == 5)
+        #expect(EncoderSettings.WebPMode.allCases.count == 3)
+        #expect(ImageFormat.allCases.count == 4)
     }
 
     /// What the worker sends always passes the daemon's checks: a thumbnail past its bound goes

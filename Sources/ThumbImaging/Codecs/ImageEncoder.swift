@@ -1,6 +1,6 @@
 import CThumbShim
 
-/// Writes pixels as JPEG or PNG, sRGB with no metadata.
+/// Writes pixels as JPEG, PNG, WebP or AVIF, sRGB with no metadata.
 public enum ImageEncoder {
     /// The format `settings` asks for, given whether the pixels carry transparency.
     public static func format(for settings: EncoderSettings, hasAlpha: Bool) -> ImageFormat {
@@ -8,6 +8,8 @@ public enum ImageEncoder {
         case .auto: hasAlpha ? .png : .jpeg
         case .jpeg: .jpeg
         case .png: .png
+        case .webp: .webp
+        case .avif: .avif
         }
     }
 
@@ -39,6 +41,10 @@ public enum ImageEncoder {
                                  &output, &length, &message)
             }
             return try collect(status: status, output: output, length: length, message: message)
+        case .webp:
+            return try WebPEncoder.encode(image, settings: settings, isCancelled: isCancelled)
+        case .avif:
+            return try AVIFEncoder.encode(image, settings: settings, isCancelled: isCancelled)
         }
     }
 

@@ -33,13 +33,8 @@ public final class SourceBytes: @unchecked Sendable {
     }
 
     /// What the first bytes say the file is, whatever its name.
-    public var format: ImageFormat? {
-        let bytes = UnsafeRawBufferPointer(start: buffer.baseAddress, count: count)
-        if count >= 3, bytes[0] == 0xFF, bytes[1] == 0xD8, bytes[2] == 0xFF { return .jpeg }
-        // Only "\x89PNG": libpng checks the rest of the signature and names the damage
-        // (a file mangled by a text-mode transfer, say).
-        if count >= 4, bytes[0] == 0x89, bytes[1] == 0x50, bytes[2] == 0x4E, bytes[3] == 0x47 { return .png }
-        return nil
+    public var format: SourceFormat? {
+        SourceFormat.sniff(UnsafeRawBufferPointer(start: buffer.baseAddress, count: count))
     }
 
     /// A short description of the first bytes, for "not an image" errors.
@@ -50,10 +45,10 @@ public final class SourceBytes: @unchecked Sendable {
     }
 }
 
-/// The encoded formats thumbd reads and writes.
-public enum ImageFormat: String, Sendable, Hashable {
-    case jpeg, png
+/// The encoded formats thumbd writes.
+public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
+    case jpeg, png, webp, avif
 
-    public var fileExtension: String { self == .jpeg ? "jpg" : "png" }
-    public var mediaType: String { self == .jpeg ? "image/jpeg" : "image/png" }
+    public var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+    public var mediaType: String { "image/" + rawValue }
 }

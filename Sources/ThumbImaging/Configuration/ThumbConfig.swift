@@ -76,15 +76,27 @@ public struct ThumbConfig: Sendable, Equatable {
     }
 
     static func parseEncoding(_ fields: JSONFields) throws(ConfigError) -> EncoderSettings {
-        try fields.allowOnly(["format", "jpegQuality", "jpegProgressive", "pngCompressionLevel"])
+        try fields.allowOnly(["format", "jpegQuality", "jpegProgressive", "pngCompressionLevel", "webpQuality", "webpMode",
+                              "avifQuality", "avifSpeed"])
         var encoder = EncoderSettings()
         if let format = try fields.string("format") {
-            guard let parsed = EncoderSettings.Format(rawValue: format) else { throw fields.fail("format", "must be auto, jpeg or png") }
+            guard let parsed = EncoderSettings.Format(rawValue: format) else {
+                throw fields.fail("format", "must be one of \(EncoderSettings.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
             encoder.format = parsed
         }
         if let quality = try fields.integer("jpegQuality", in: 1...100) { encoder.jpegQuality = quality }
         if let progressive = try fields.bool("jpegProgressive") { encoder.jpegProgressive = progressive }
         if let level = try fields.integer("pngCompressionLevel", in: 0...9) { encoder.pngCompressionLevel = level }
+        if let quality = try fields.integer("webpQuality", in: 1...100) { encoder.webpQuality = quality }
+        if let mode = try fields.string("webpMode") {
+            guard let parsed = EncoderSettings.WebPMode(rawValue: mode) else {
+                throw fields.fail("webpMode", "must be one of \(EncoderSettings.WebPMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            encoder.webpMode = parsed
+        }
+        if let quality = try fields.integer("avifQuality", in: 1...100) { encoder.avifQuality = quality }
+        if let speed = try fields.integer("avifSpeed", in: 0...9) { encoder.avifSpeed = speed }
         return encoder
     }
 }

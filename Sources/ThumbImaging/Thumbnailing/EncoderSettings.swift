@@ -2,7 +2,13 @@
 public struct EncoderSettings: Sendable, Equatable, Hashable {
     public enum Format: String, Sendable, Hashable, CaseIterable {
         /// PNG when the result has alpha, JPEG otherwise.
-        case auto, jpeg, png
+        case auto, jpeg, png, webp, avif
+    }
+
+    /// How a WebP is compressed.
+    public enum WebPMode: String, Sendable, Hashable, CaseIterable {
+        /// Lossy, except where lossless is smaller (see `WebPEncoder`).
+        case auto, lossy, lossless
     }
 
     public var format: Format = .auto
@@ -11,6 +17,13 @@ public struct EncoderSettings: Sendable, Equatable, Hashable {
     public var jpegProgressive: Bool = false
     /// zlib level, 0–9.
     public var pngCompressionLevel: Int = 6
+    /// libwebp quality, 1–100 (lossy), or effort (lossless).
+    public var webpQuality: Int = 80
+    public var webpMode: WebPMode = .auto
+    /// AVIF quality, 1–100 (libheif's scale, mapped by it to the AV1 quantizer).
+    public var avifQuality: Int = 60
+    /// aom's speed, 0 (slowest, smallest) to 9.
+    public var avifSpeed: Int = 6
 
     public init() {}
 }

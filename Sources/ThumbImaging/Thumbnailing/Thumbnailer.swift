@@ -98,8 +98,13 @@ public struct Thumbnailer: Sendable {
             decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled)
         case .png:
             decoded = try renderPNG(source, requests: requests, isCancelled: isCancelled)
+        case let format?:
+            guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {
+                throw .unsupportedFormat(reason: "no loader for \(format.name)")
+            }
+            decoded = try renderFrame(loader, requests: requests, isCancelled: isCancelled)
         case nil:
-            throw .unsupportedFormat(reason: "neither JPEG nor PNG (\(source.leadingBytesDescription))")
+            throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF or AVIF (\(source.leadingBytesDescription))")
         }
         return zip(requests, decoded).map { request, decoded in
             var decoded = decoded
@@ -149,8 +154,14 @@ public struct Thumbnailer: Sendable {
 
     /// Last step, shared by every decoder: Lanczos from the shrunk image to the output size.
     func finish(_ shrunk: FloatImage, shrinkFactor: Double, geometry: ThumbnailGeometry) -> PixelBuffer {
-        let region = Lanczos3.Region(x: geometry.cropX / shrinkFactor, y: geometry.cropY / shrinkFactor,
-                                     width: geometry.cropWidth / shrinkFactor, height: geometry.cropHeight / shrinkFactor)
+        finish(shrunk, shrinkFactorX: shrinkFactor, shrinkFactorY: shrinkFactor, geometry: geometry)
+    }
+
+    /// The same, for a shrunk image whose axes were reduced by different factors (a loader's
+    /// scaled decode rounds each side on its own).
+    func finish(_ shrunk: FloatImage, shrinkFactorX: Double, shrinkFactorY: Double, geometry: ThumbnailGeometry) -> PixelBuffer {
+        let region = Lanczos3.Region(x: geometry.cropX / shrinkFactorX, y: geometry.cropY / shrinkFactorY,
+                                     width: geometry.cropWidth / shrinkFactorX, height: geometry.cropHeight / shrinkFactorY)
         return Lanczos3.resample(shrunk, region: region, outputWidth: geometry.outputWidth,
                                  outputHeight: geometry.outputHeight).pixelBuffer()
     }

@@ -24,7 +24,14 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         case .cornerRadius(let points): "radius\(points)"
         }
         let geometry = "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
-        let encoding = "\(encoder.format.rawValue)|q\(encoder.jpegQuality)|\(encoder.jpegProgressive ? "prog" : "base")|z\(encoder.pngCompressionLevel)"
+        var encoding = "\(encoder.format.rawValue)|q\(encoder.jpegQuality)|\(encoder.jpegProgressive ? "prog" : "base")|z\(encoder.pngCompressionLevel)"
+        // Only the settings of the format written: keys of JPEG and PNG thumbnails stay what
+        // they were before WebP and AVIF existed, so an upgrade keeps its cache.
+        switch encoder.format {
+        case .auto, .jpeg, .png: break
+        case .webp: encoding += "|wq\(encoder.webpQuality)|\(encoder.webpMode.rawValue)"
+        case .avif: encoding += "|aq\(encoder.avifQuality)|s\(encoder.avifSpeed)"
+        }
         descriptor = "v\(Self.pipelineVersion)|\(asset)|\(geometry)|@\(scale)|\(encoding)|\(appliesOrientation ? "rot" : "norot")"
         digest = Self.digest(of: descriptor)
         assetPath = asset.path

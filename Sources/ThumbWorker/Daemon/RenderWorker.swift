@@ -60,8 +60,10 @@ public final class RenderWorker: @unchecked Sendable {
     /// it spent since its last answer.
     func reap(kill: Bool) -> (ending: WorkerEnding, cpuSeconds: Double) {
         if let ending { return (ending, 0) }
-        close(socket.descriptor)
+        // Kill before closing: a worker waiting on its socket would see the close, exit by
+        // itself first and hide that the daemon ended it (and why).
         if kill { Glibc.kill(-pid, SIGKILL) }
+        close(socket.descriptor)
         var status: Int32 = 0
         var usage = rusage()
         let ended: WorkerEnding

@@ -72,9 +72,10 @@ extension FrameReader {
                          limits: ImageLimits) throws(WorkerProtocolError) -> Result<Thumbnail, WorkerRenderFailure> {
         switch try tag(WorkerAnswer.ResultTag.self, field + ".tag") {
         case .thumbnail:
-            let format = try tag(ImageFormatTag.self, field + ".format").format
+            let formatTag = try tag(ImageFormatTag.self, field + ".format")
+            let format = formatTag.format
             switch (request.encoder.format, format) {
-            case (.auto, _), (.jpeg, .jpeg), (.png, .png): break
+            case (.auto, .jpeg), (.auto, .png), (.jpeg, .jpeg), (.png, .png), (.webp, .webp), (.avif, .avif): break
             default:
                 throw WorkerProtocolError(field: field + ".format", problem: "\(format) where the request asked for \(request.encoder.format)")
             }
@@ -89,8 +90,8 @@ extension FrameReader {
             }
             let warning = try optionalString(field + ".warning")
             let bytes = try data(maxBytes: WorkerAnswer.maxEncodedBytes(width: Int(width), height: Int(height)), field + ".bytes")
-            let signature: [UInt8] = format == .jpeg ? [0xFF, 0xD8, 0xFF] : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-            guard bytes.starts(with: signature) else {
+            let signature = formatTag.signature
+            guard bytes.count >= signature.count, zip(bytes, signature).allSatisfy({ $1 == nil || $0 == $1 }) else {
                 throw WorkerProtocolError(field: field + ".bytes", problem: "not a \(format) (starts with \(WorkerFrameHeader.hex(bytes.prefix(4))))")
             }
             return .success(Thumbnail(encoded: bytes, format: format, width: Int(width), height: Int(height), warning: warning))

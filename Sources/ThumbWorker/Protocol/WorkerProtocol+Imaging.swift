@@ -60,6 +60,10 @@ extension FrameWriter {
         int(settings.jpegQuality)
         bool(settings.jpegProgressive)
         int(settings.pngCompressionLevel)
+        int(settings.webpQuality)
+        uint8(WebPModeTag(settings.webpMode).rawValue)
+        int(settings.avifQuality)
+        int(settings.avifSpeed)
     }
 }
 
@@ -120,6 +124,10 @@ extension FrameReader {
         settings.jpegQuality = try int(field + ".jpegQuality")
         settings.jpegProgressive = try bool(field + ".jpegProgressive")
         settings.pngCompressionLevel = try int(field + ".pngCompressionLevel")
+        settings.webpQuality = try int(field + ".webpQuality")
+        settings.webpMode = try tag(WebPModeTag.self, field + ".webpMode").mode
+        settings.avifQuality = try int(field + ".avifQuality")
+        settings.avifSpeed = try int(field + ".avifSpeed")
         return settings
     }
 }
@@ -150,13 +158,15 @@ enum MaskTag: UInt8 {
 }
 
 enum EncoderFormatTag: UInt8 {
-    case auto = 0, jpeg = 1, png = 2
+    case auto = 0, jpeg = 1, png = 2, webp = 3, avif = 4
 
     init(_ format: EncoderSettings.Format) {
         switch format {
         case .auto: self = .auto
         case .jpeg: self = .jpeg
         case .png: self = .png
+        case .webp: self = .webp
+        case .avif: self = .avif
         }
     }
 
@@ -165,17 +175,41 @@ enum EncoderFormatTag: UInt8 {
         case .auto: .auto
         case .jpeg: .jpeg
         case .png: .png
+        case .webp: .webp
+        case .avif: .avif
+        }
+    }
+}
+
+enum WebPModeTag: UInt8 {
+    case auto = 0, lossy = 1, lossless = 2
+
+    init(_ mode: EncoderSettings.WebPMode) {
+        switch mode {
+        case .auto: self = .auto
+        case .lossy: self = .lossy
+        case .lossless: self = .lossless
+        }
+    }
+
+    var mode: EncoderSettings.WebPMode {
+        switch self {
+        case .auto: .auto
+        case .lossy: .lossy
+        case .lossless: .lossless
         }
     }
 }
 
 enum ImageFormatTag: UInt8 {
-    case jpeg = 0, png = 1
+    case jpeg = 0, png = 1, webp = 2, avif = 3
 
     init(_ format: ImageFormat) {
         switch format {
         case .jpeg: self = .jpeg
         case .png: self = .png
+        case .webp: self = .webp
+        case .avif: self = .avif
         }
     }
 
@@ -183,6 +217,19 @@ enum ImageFormatTag: UInt8 {
         switch self {
         case .jpeg: .jpeg
         case .png: .png
+        case .webp: .webp
+        case .avif: .avif
+        }
+    }
+
+    /// How an encoded file of this format begins (`nil` bytes match anything): the daemon serves
+    /// a worker's bytes with the format's media type, so they must at least look the part.
+    var signature: [UInt8?] {
+        switch self {
+        case .jpeg: [0xFF, 0xD8, 0xFF]
+        case .png: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        case .webp: Array("RIFF".utf8) + [nil, nil, nil, nil] + Array("WEBP".utf8)
+        case .avif: [nil, nil, nil, nil] + Array("ftyp".utf8)
         }
     }
 }

@@ -59,7 +59,7 @@ struct RenderCommand: ThumbdCommand {
         outputFolder = folder ?? "."
         if let text = try scanner.value("--format") {
             guard let parsed = EncoderSettings.Format(rawValue: text) else {
-                throw UsageError(message: "--format must be auto, jpeg or png, got '\(text)'")
+                throw UsageError(message: "--format must be auto, jpeg, png, webp or avif, got '\(text)'")
             }
             format = parsed
         }
