@@ -4,14 +4,18 @@ import ThumbPipeline
 
 /// One unit of batch work: an asset and the kinds (and scale) to render it into.
 /// JSON form (a line of a jobs file, a spool job file, a Redis `job` field):
-/// `{"asset": "photos/IMG_0001.jpg", "kinds": ["large", "contact-avatar"], "scale": 3}`
-/// (`kinds` and `scale` optional: the command's `--kinds`, every scale of each kind).
+/// `{"asset": "photos/IMG_0001.jpg", "kinds": ["large", "contact-avatar"], "scale": 3, "format": "webp"}`
+/// (`kinds`, `scale` and `format` optional: the command's `--kinds`, every scale of each kind,
+/// the command's `--format` or each kind's preferred format).
 /// Every door parses into this type, bounded: see `parse`.
 public struct BatchJob: Sendable, Equatable {
     /// Path relative to the asset root.
     public var asset: String
     public var kinds: [String]?
     public var scale: Int?
+    /// The output format (any, AVIF included: a batch is off every request's path); nil: the
+    /// command's default.
+    public var format: EncoderSettings.Format?
     /// Where the job came from (a claimed spool file), not part of its JSON.
     public var origin: String?
 
@@ -20,7 +24,8 @@ public struct BatchJob: Sendable, Equatable {
     /// Most kinds one job may name.
     public static let maxKinds = 32
 
-    public init(asset: String, kinds: [String]? = nil, scale: Int? = nil, origin: String? = nil) {
+    public init(asset: String, kinds: [String]? = nil, scale: Int? = nil, format: EncoderSettings.Format? = nil, origin: String? = nil) {
+        self.format = format
         self.asset = asset
         self.kinds = kinds
         self.scale = scale
@@ -46,8 +51,8 @@ public struct BatchJob: Sendable, Equatable {
 
     /// The bounded fields of a job object.
     static func parse(_ object: [String: JSONValue]) throws(FormatError) -> BatchJob {
-        if let unknown = object.keys.sorted().first(where: { !["asset", "kinds", "scale"].contains($0) }) {
-            throw FormatError(reason: "unknown key '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected asset, kinds, scale)")
+        if let unknown = object.keys.sorted().first(where: { !["asset", "kinds", "scale", "format"].contains($0) }) {
+            throw FormatError(reason: "unknown key '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected asset, kinds, scale, format)")
         }
         guard case .string(let asset)? = object["asset"], !asset.isEmpty else {
             throw FormatError(reason: "'asset' must be a non-empty string (a path under the asset folder)")
@@ -79,7 +84,15 @@ public struct BatchJob: Sendable, Equatable {
             }
             scale = parsed.value
         }
-        return BatchJob(asset: asset, kinds: kinds, scale: scale)
+        var format: EncoderSettings.Format?
+        if let value = object["format"] {
+            guard case .string(let text) = value, let parsed = EncoderSettings.Format(rawValue: text) else {
+                throw FormatError(reason: "'format' must be one of \(EncoderSettings.Format.allCases.map(\.rawValue).joined(separator: ", ")), "
+                                  + "got \(value.kindDescription)")
+            }
+            format = parsed
+        }
+        return BatchJob(asset: asset, kinds: kinds, scale: scale, format: format)
     }
 
     /// What can be checked of a kind without the config: its size, and an inline spec in full
@@ -123,6 +136,9 @@ public struct BatchJob: Sendable, Equatable {
                 throw FormatError(reason: "'scale' must be 1 to 4 (a whole number), got '\(DisplayText.truncated(text, maxBytes: 40))'")
             }
             object["scale"] = .number(Double(scale.value))
+        }
+        if let format = values["format"] {
+            object["format"] = .string(DisplayText.truncated(format, maxBytes: 40))
         }
         return try parse(object)
     }

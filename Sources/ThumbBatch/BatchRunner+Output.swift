@@ -17,10 +17,11 @@ extension BatchRunner {
     /// Up to date: in the cache (cache mode), or an output whose modification time is the
     /// source's (output-tree mode: set on write, so a changed source is rendered again).
     func isUpToDate(_ task: Task) -> Bool {
-        guard outputTree != nil else { return pipeline.isCached(assetPath: task.asset, kind: task.kind, scale: task.scale) }
+        guard outputTree != nil else { return pipeline.isCached(assetPath: task.asset, kind: task.kind, scale: task.scale, format: task.format) }
         var source = stat()
         guard stat(assetRoot + "/" + task.asset, &source) == 0 else { return false }
-        for format in [ImageFormat.jpeg, .png] {
+        let written = task.format.imageFormat.map { [$0] } ?? [ImageFormat.jpeg, .png]
+        for format in written {
             guard let path = outputPath(task, format: format) else { continue }
             var output = stat()
             if stat(path, &output) == 0, output.st_mtim.tv_sec == source.st_mtim.tv_sec, output.st_mtim.tv_nsec == source.st_mtim.tv_nsec {

@@ -35,6 +35,8 @@ public final class BatchRunner {
     let pipeline: ThumbnailPipeline
     let catalog: SlotCatalog
     let defaultKinds: [String]
+    /// The format of jobs that name none (`--format`); nil: each kind's preferred one.
+    public var defaultFormat: EncoderSettings.Format?
     let outputTree: String?
     let assetRoot: String
     let maxInFlight: Int
@@ -56,6 +58,7 @@ public final class BatchRunner {
         var kindName: String
         var kind: SlotKind
         var scale: Int
+        var format: EncoderSettings.Format
     }
 
     /// Results handed from pipeline completions (on the pipeline's threads) to this thread.
@@ -171,7 +174,8 @@ public final class BatchRunner {
     }
 
     private func submit(_ task: Task, inbox: Inbox) {
-        pipeline.submit(PipelineRequest(assetPath: task.asset, kind: task.kind, scale: task.scale, priority: .batch)) { response in
+        pipeline.submit(PipelineRequest(assetPath: task.asset, kind: task.kind, scale: task.scale, priority: .batch,
+                                        format: task.format)) { response in
             inbox.post(task, response)
         }
     }
@@ -187,7 +191,8 @@ public final class BatchRunner {
                 return .failure(Failure(asset: job.asset, kind: DisplayText.truncated(name, maxBytes: 60), reason: error.description))
             }
             for scale in selection.scales {
-                tasks.append(Task(job: index, asset: job.asset, kindName: selection.kind.name, kind: selection.kind, scale: scale))
+                tasks.append(Task(job: index, asset: job.asset, kindName: selection.kind.name, kind: selection.kind, scale: scale,
+                                  format: job.format ?? defaultFormat ?? pipeline.configuration.preferredFormat(for: selection.kind)))
             }
         }
         return .success(tasks)

@@ -16,9 +16,33 @@ extension PipelineConfiguration {
         maxQueuedJobs = config.service.maxQueuedJobs
         limits = config.limits
         encoder = config.encoder
+        outputFormats = config.outputFormats
         tuning = config.shrinkTuning
         renderSeconds = config.service.renderSeconds
         worker = config.service.sandbox ? .thumbd(memoryLimitBytes: config.service.workerMemoryBytes) : nil
+    }
+}
+
+extension PipelineConfiguration {
+    /// The encoder of a thumbnail of `kind` in `format` (nil: the kind's preferred format).
+    public func encoder(for kind: SlotKind, format: EncoderSettings.Format? = nil) -> EncoderSettings {
+        var settings = encoder
+        settings.format = format ?? preferredFormat(for: kind)
+        return settings
+    }
+
+    /// The kind's own `encoding.format`, else `encoder.format` (AVIF only for pre-rendered kinds).
+    public func preferredFormat(for kind: SlotKind) -> EncoderSettings.Format {
+        if let own = outputFormats.byKind[kind.name] { return own.preferred }
+        return encoder.format == .avif && !kind.pregenerate ? .auto : encoder.format
+    }
+
+    /// What pre-rendering writes of a kind: its preferred format, and AVIF too when the kind allows
+    /// it (an AVIF encode is too slow for a request's path, so it must be there before one asks).
+    public func pregeneratedFormats(for kind: SlotKind) -> [EncoderSettings.Format] {
+        let preferred = preferredFormat(for: kind)
+        let avifAllowed = outputFormats.formats(for: kind).allowed.contains(.avif)
+        return preferred != .avif && avifAllowed ? [preferred, .avif] : [preferred]
     }
 }
 

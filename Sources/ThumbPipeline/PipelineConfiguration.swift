@@ -22,6 +22,8 @@ public struct PipelineConfiguration: Sendable {
     public var slotIdleSeconds: Double = 600
     public var limits = ImageLimits()
     public var encoder = EncoderSettings()
+    /// Per kind: the format a request that names none gets, and the ones it may name.
+    public var outputFormats = OutputFormatPolicy()
     public var tuning = ShrinkPlan.Tuning()
     /// Kinds (and scales) pre-rendered when an asset appears or changes.
     public var pregenerated: [(kind: SlotKind, scale: Int)] = []

@@ -10,10 +10,11 @@ extension ThumbnailPipeline {
         var resolved: (absolutePath: String, version: AssetVersion)?
         var key: CacheKey?
         var cacheLevel = 0 // 1 memory, 2 disk
+        let encoder = configuration.encoder(for: request.kind, format: request.format)
         do {
             let found = try assets.resolve(request.assetPath)
             resolved = found
-            let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: configuration.encoder)
+            let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: encoder)
             key = candidate
             // A memory hit first: it proves the version decodes, and costs no index query.
             if let hit = memory.thumbnail(for: candidate) {
@@ -79,7 +80,7 @@ extension ThumbnailPipeline {
                 state.metrics.misses += 1
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
                                     priority: request.priority, completion: completion)
-                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,
+                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale, encoder: encoder,
                            parks: previousLive != nil, in: &state) {
                     state.metrics.overloaded += 1
                     answers.add(completion, .init(token: token, result: .failure(.overloaded)))
@@ -95,15 +96,18 @@ extension ThumbnailPipeline {
     /// with visible requests and keeps its job alive until done. False when refused.
     /// `group` names a prefetch batch that `cancelGroup` can withdraw.
     @discardableResult
-    public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil) -> Bool {
+    /// `format` nil: the kind's preferred format.
+    public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil,
+                          format: EncoderSettings.Format? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
         if disk.failure(for: resolved.version) != nil { return false }
-        let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: configuration.encoder)
+        let encoder = configuration.encoder(for: kind, format: format)
+        let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
         if disk.contains(key) { return true }
         return state.withLock { state in
             guard !state.shuttingDown else { return false }
             let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
-            guard attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, parks: false, in: &state) else { return false }
+            guard attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state) else { return false }
             if let group {
                 let jobs = state.jobs
                 state.groups.add(.init(digest: key.digest, waiterID: waiter.id), to: group) { jobs.isWaiting($0) }
@@ -113,9 +117,10 @@ extension ThumbnailPipeline {
     }
 
     /// Whether the disk cache holds this thumbnail for the asset's current version (no render, no read).
-    public func isCached(assetPath: String, kind: SlotKind, scale: Int) -> Bool {
+    public func isCached(assetPath: String, kind: SlotKind, scale: Int, format: EncoderSettings.Format? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
-        return disk.contains(CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: configuration.encoder))
+        return disk.contains(CacheKey(asset: resolved.version, kind: kind, scale: scale,
+                                      encoder: configuration.encoder(for: kind, format: format)))
     }
 
     /// Withdraws a prefetch batch: its work is cancelled unless someone else wants it.
@@ -133,8 +138,7 @@ extension ThumbnailPipeline {
     /// `parks`: the waiter comes from a cell in motion (see `flingDebounceSeconds`).
     /// False when a new job would overflow the queue, or the share of it `waiter`'s priority may use.
     func attach(_ waiter: Waiter, key: CacheKey, resolved: (absolutePath: String, version: AssetVersion),
-                kind: SlotKind, scale: Int, parks: Bool, in state: inout PipelineState) -> Bool {
-        let encoder = configuration.encoder
+                kind: SlotKind, scale: Int, encoder: EncoderSettings, parks: Bool, in state: inout PipelineState) -> Bool {
         let attachment = state.jobs.attach(waiter, key: key, parks: parks && configuration.flingDebounceSeconds > 0) { generation in
             RenderJob(key: key, asset: resolved.version, absolutePath: resolved.absolutePath,
                       request: ThumbnailRequest(kind: kind, scale: scale, encoder: encoder), generation: generation)

@@ -43,7 +43,9 @@ extension ThumbnailPipeline {
 
     func pregenerate(_ path: String) {
         for (kind, scale) in configuration.pregenerated {
-            prerender(assetPath: path, kind: kind, scale: scale)
+            for format in configuration.pregeneratedFormats(for: kind) {
+                prerender(assetPath: path, kind: kind, scale: scale, format: format)
+            }
         }
     }
 }

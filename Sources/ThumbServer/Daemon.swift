@@ -160,7 +160,7 @@ public final class Daemon {
         defer { notifier.notify("READY=1") }
         do {
             let config = try loadConfig()
-            api.replaceCatalog(config.catalog)
+            api.replaceCatalog(config.catalog, formats: config.outputFormats)
             Log.notice("config reloaded: \(config.catalog.kinds.count) kinds (limits, budgets and listeners apply at restart)")
         } catch {
             Log.error("config reload refused, keeping the running config: \(error)")

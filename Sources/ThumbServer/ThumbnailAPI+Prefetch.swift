@@ -13,6 +13,8 @@ public struct PrefetchCall: Sendable {
 
     public var assets: [String]
     public var work: [Work]
+    /// The request's `Accept`: a prefetch warms the formats the same client's GETs will choose.
+    public var accept: String?
 
     /// Most assets in one prefetch.
     public static let maxAssets = 10_000

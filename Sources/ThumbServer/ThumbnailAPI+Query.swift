@@ -1,8 +1,8 @@
 import ThumbImaging
 import ThumbPipeline
 
-/// `GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as`, parsed:
-/// every value within its range.
+/// `GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as&format`,
+/// parsed: every value within its range, the format negotiated with `Accept`.
 public struct ThumbnailCall: Sendable {
     public var assetPath: String
     public var kind: SlotKind
@@ -15,12 +15,17 @@ public struct ThumbnailCall: Sendable {
     /// `as=path` or `Accept: application/json`: answer with the cached file's path, not its bytes.
     public var answersWithPath: Bool
     public var ifNoneMatch: String?
+    /// `format=`, or what `Accept` chose among the kind's formats, or the kind's preferred one.
+    public var format: EncoderSettings.Format
+    /// The answer depends on `Accept` (answered with `Vary: Accept`).
+    public var variesWithAccept: Bool
 
     public var pipelineRequest: PipelineRequest {
-        PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token)
+        PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token, format: format)
     }
 
-    static func parse(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
+    static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy,
+                      maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
         let rest = request.path.dropFirst("/v1/thumbnails/".count)
         guard let slash = rest.firstIndex(of: "/") else { throw .badRequest("expected /v1/thumbnails/{kind}/{asset path}") }
         let kindText = try PercentDecoding.decode(rest[..<slash], field: "the kind")
@@ -72,10 +77,25 @@ public struct ThumbnailCall: Sendable {
             }
             wait = value < UInt64(maxWaitMilliseconds) ? Int(value) : maxWaitMilliseconds
         }
+        var asked: EncoderSettings.Format?
+        if let text = query["format"] {
+            guard let value = EncoderSettings.Format(rawValue: text) else {
+                throw .badQuery("format must be one of \(EncoderSettings.Format.allCases.map(\.rawValue).joined(separator: ", ")), "
+                                + "got '\(DisplayText.truncated(text, maxBytes: 40))'")
+            }
+            asked = value
+        }
+        let chosen: (format: EncoderSettings.Format, variesWithAccept: Bool)
+        do {
+            chosen = try formats.formats(for: selection.kind).choose(asked: asked, accept: request.headers["accept"])
+        } catch {
+            throw APIError(400, "formatNotAllowed", error.reason)
+        }
         return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: selection.scale ?? selection.kind.scales.first ?? 1,
                              slot: slot, token: token, priority: priority, waitMilliseconds: wait,
                              answersWithPath: query["as"] == "path" || (request.headers["accept"]?.contains("application/json") ?? false),
-                             ifNoneMatch: request.headers["if-none-match"])
+                             ifNoneMatch: request.headers["if-none-match"], format: chosen.format,
+                             variesWithAccept: chosen.variesWithAccept)
     }
 
     /// A client name and slot id, already decoded (so UTF-8 without NUL): each 1 to

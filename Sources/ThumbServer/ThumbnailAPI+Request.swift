@@ -38,22 +38,24 @@ public enum APIRequest: Sendable {
     /// arguments (no socket, no pipeline, no clock): the HTTP fuzz target drives it directly.
     /// `request.path` and the query are as sent (percent-encoded): they are decoded here, so
     /// that a `%00` is refused instead of cutting a C string short.
-    public static func parse(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
+    public static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy = OutputFormatPolicy(),
+                             maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
         do {
-            return .success(try parseThrowing(request, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds))
+            return .success(try parseThrowing(request, catalog: catalog, formats: formats, maxWaitMilliseconds: maxWaitMilliseconds))
         } catch {
             return .failure(error)
         }
     }
 
-    static func parseThrowing(_ request: HTTPRequest, catalog: SlotCatalog, maxWaitMilliseconds: Int) throws(APIError) -> APIRequest {
+    static func parseThrowing(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy,
+                              maxWaitMilliseconds: Int) throws(APIError) -> APIRequest {
         let route = ThumbnailAPI.route(of: request)
         // HEAD is GET without a body (libmicrohttpd drops the body).
         let method = request.method == "HEAD" ? "GET" : request.method
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false)
         switch (method, route) {
         case ("GET", "thumbnails"):
-            return .thumbnail(try ThumbnailCall.parse(request, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds))
+            return .thumbnail(try ThumbnailCall.parse(request, catalog: catalog, formats: formats, maxWaitMilliseconds: maxWaitMilliseconds))
         case ("DELETE", "slots"):
             guard segments.count == 5, !segments[3].isEmpty, !segments[4].isEmpty else {
                 throw .badRequest("expected DELETE /v1/slots/{client}/{slot}")
@@ -62,7 +64,9 @@ public enum APIRequest: Sendable {
                                                          slot: PercentDecoding.decode(segments[4], field: "slot")))
         case ("POST", "prefetch"):
             guard request.path == "/v1/prefetch" else { throw .badRequest("expected POST /v1/prefetch") }
-            return .prefetch(try PrefetchCall.parse(body: request.body, catalog: catalog))
+            var call = try PrefetchCall.parse(body: request.body, catalog: catalog)
+            call.accept = request.headers["accept"]
+            return .prefetch(call)
         case ("DELETE", "prefetch"):
             guard segments.count == 4, !segments[3].isEmpty else {
                 throw .badRequest("expected DELETE /v1/prefetch/{id} (the id a POST /v1/prefetch answered)")

@@ -10,10 +10,11 @@ extension ThumbnailAPI {
         let asPath = call.answersWithPath
         let ifNoneMatch = call.ifNoneMatch
         let wait = call.waitMilliseconds
+        let variesWithAccept = call.variesWithAccept
         let once = OnceResponder(respond)
         let pipeline = pipeline
         pipeline.submit(call.pipelineRequest) { response in
-            once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch,
+            once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
                                            storedPath: pipeline.storedFilePath(of:)))
         }
         // The render goes on (and is cached) even when the wait runs out.
@@ -31,12 +32,14 @@ extension ThumbnailAPI {
 
     /// `storedPath`: the cache file of a thumbnail if it is on disk now (nil: the cache could not
     /// write it, and `as=path` is answered 503 rather than with a path to nothing).
-    static func httpResponse(for response: PipelineResponse, asPath: Bool, ifNoneMatch: String?,
+    /// `variesWithAccept`: the format was chosen by `Accept`, so shared caches must key on it.
+    static func httpResponse(for response: PipelineResponse, asPath: Bool, ifNoneMatch: String?, variesWithAccept: Bool = false,
                              storedPath: (CachedThumbnail) -> String? = { $0.storedFilePath }) -> HTTPResponse {
         let tokenHeader: [(String, String)] = response.token.map { [("X-Thumbd-Token", String($0))] } ?? []
         switch response.result {
         case .success(let thumbnail):
-            let caching = [("ETag", thumbnail.etag), ("Cache-Control", "public, max-age=31536000, immutable")] + tokenHeader
+            let vary: [(String, String)] = variesWithAccept ? [("Vary", "Accept")] : []
+            let caching = [("ETag", thumbnail.etag), ("Cache-Control", "public, max-age=31536000, immutable")] + vary + tokenHeader
             if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: {
                 $0.trimmingCharacters(in: .whitespaces) == thumbnail.etag || $0.trimmingCharacters(in: .whitespaces) == "*"
             }) {

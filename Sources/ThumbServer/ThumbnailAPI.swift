@@ -9,6 +9,8 @@ public final class ThumbnailAPI: Sendable {
     let pipeline: ThumbnailPipeline
     /// Kinds can be replaced by a config reload (SIGHUP) while requests run.
     let catalog: Mutex<SlotCatalog>
+    /// The kinds' output formats, replaced with the catalog.
+    let formats: Mutex<OutputFormatPolicy>
     let maxWaitMilliseconds: Int
     let counters = Mutex(RequestCounters())
     let shuttingDown = Atomic<Bool>(false)
@@ -16,11 +18,13 @@ public final class ThumbnailAPI: Sendable {
     public init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
         self.pipeline = pipeline
         self.catalog = Mutex(catalog)
+        formats = Mutex(pipeline.configuration.outputFormats)
         self.maxWaitMilliseconds = maxWaitMilliseconds
     }
 
-    public func replaceCatalog(_ newCatalog: SlotCatalog) {
+    public func replaceCatalog(_ newCatalog: SlotCatalog, formats newFormats: OutputFormatPolicy) {
         catalog.withLock { $0 = newCatalog }
+        formats.withLock { $0 = newFormats }
     }
 
     /// From now on every request is answered 503.
@@ -36,7 +40,8 @@ public final class ThumbnailAPI: Sendable {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
-        let parsed = APIRequest.parse(request, catalog: catalog.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)
+        let parsed = APIRequest.parse(request, catalog: catalog.withLock { $0 }, formats: formats.withLock { $0 },
+                                      maxWaitMilliseconds: maxWaitMilliseconds)
         switch parsed {
         case .failure(let error):
             counted(error.response)
@@ -96,9 +101,12 @@ public final class ThumbnailAPI: Sendable {
     func prefetch(_ call: PrefetchCall) -> HTTPResponse {
         let id = UUID().uuidString.lowercased()
         var queued = 0
+        let policy = formats.withLock { $0 }
         for asset in call.assets {
             for work in call.work {
-                for scale in work.scales where pipeline.prerender(assetPath: asset, kind: work.kind, scale: scale, priority: .prefetch, group: id) {
+                let format = (try? policy.formats(for: work.kind).choose(asked: nil, accept: call.accept))?.format
+                for scale in work.scales where pipeline.prerender(assetPath: asset, kind: work.kind, scale: scale, priority: .prefetch,
+                                                                  group: id, format: format) {
                     queued += 1
                 }
             }

@@ -54,9 +54,12 @@ import Testing
         let job = try BatchJob.parse(redisFields: ["asset", "a.jpg", "kinds", "large,48x48@3x,fill,circle", "scale", "2", "producer", "x"])
         #expect(job == BatchJob(asset: "a.jpg", kinds: ["large", "48x48@3x,fill,circle"], scale: 2))
         #expect(try BatchJob.parse(redisFields: ["job", #"{"asset": "b.png", "scale": 3}"#]) == BatchJob(asset: "b.png", scale: 3))
+        #expect(try BatchJob.parse(redisFields: ["asset", "c.heic", "format", "avif"]) == BatchJob(asset: "c.heic", format: .avif))
+        #expect(try BatchJob.parse(redisFields: ["job", #"{"asset": "d.gif", "format": "webp"}"#]) == BatchJob(asset: "d.gif", format: .webp))
         let refused: [([String], String)] = [
             (["asset", "a.jpg", "scale", "1e17"], "'scale' must be 1 to 4 (a whole number), got '1e17'"),
             (["asset", "a.jpg", "scale", "true"], "'scale' must be 1 to 4"),
+            (["asset", "a.jpg", "format", "bmp"], "'format' must be one of auto, jpeg, png, webp, avif"),
             (["asset", "a.jpg", "kinds", "1e19x1@4x"], "'kinds[0]': bad slot"),
             (["asset", String(repeating: "z", count: 10 << 20)], "'asset' is 10485760 bytes, at most 4096"),
             (["job", #"{"asset": "a.jpg", "scale": 1e17}"#], "'scale' must be 1 to 4"),

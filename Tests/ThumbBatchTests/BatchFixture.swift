@@ -160,6 +160,14 @@ enum Batch {
             return bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
                 && bytes.suffix(12).elementsEqual([0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82])
         }
+        if path.hasSuffix(".webp") {
+            // RIFF's length field counts every byte after the first 8: a cut file disagrees.
+            let riffLength = (0..<4).reduce(0) { $0 | Int(bytes[4 + $1]) << (8 * $1) }
+            return bytes.starts(with: Array("RIFF".utf8)) && bytes[8..<12].elementsEqual(Array("WEBP".utf8)) && riffLength + 8 == bytes.count
+        }
+        if path.hasSuffix(".avif") {
+            return bytes[4..<12].elementsEqual(Array("ftypavif".utf8))
+        }
         return false
     }
 

@@ -94,3 +94,34 @@ import Testing
         #expect(empty.summary?.rendered == 0)
     }
 }
+
+/// A job's `format` and the command's `--format`: the output is written in that format, AVIF
+/// included (a batch is off every request's path); a bad format fails its job, naming it.
+@Suite struct BatchFormatTests {
+    @Test func jobsNameTheirOutputFormat() throws {
+        let scratch = try Scratch("jobs-format")
+        let assets = try BatchJobsFileTests.assets(scratch)
+        let file = scratch.sub("jobs.jsonl")
+        try scratch.write("""
+            {"asset": "photos/a.jpg", "kinds": ["large"], "format": "webp"}
+            {"asset": "icons/b.png", "kinds": ["large"], "format": "avif"}
+            {"asset": "photos/c.jpg", "kinds": ["large"]}
+            {"asset": "photos/d.jpg", "kinds": ["large"], "format": "tiff"}
+
+            """, to: file)
+        let out = scratch.sub("out")
+        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out,
+                                    "--format", "png", "--json"], scratch: scratch)
+        #expect(result.exitCode == 65, result.describe)
+        let summary = try #require(result.summary, result.describe)
+        #expect(summary.rendered == 3 && summary.failed == 1, result.describe)
+        #expect(summary.failures.first?.reason.contains("'format' must be one of auto, jpeg, png, webp, avif") == true, result.describe)
+        let tree = Batch.files(under: out).visible
+        #expect(tree == ["large@1x/icons/b.png.avif", "large@1x/photos/a.jpg.webp", "large@1x/photos/c.jpg.png"], "\(tree)")
+        for path in tree { #expect(Batch.isCompleteImage(out + "/" + path), "bad output \(path)") }
+        // Up to date in the format asked for, not in another.
+        let again = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out,
+                                   "--format", "png", "--json"], scratch: scratch)
+        #expect(again.summary?.rendered == 0 && again.summary?.upToDate == 3, again.describe)
+    }
+}

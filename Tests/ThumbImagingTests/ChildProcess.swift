@@ -12,6 +12,8 @@ struct ChildResult: Sendable {
     var killedAfterTimeout: Bool
     var maxRSSBytes: Int
     var wallSeconds: Double
+    /// User and system CPU of the child and the children it waited for (its render workers).
+    var cpuSeconds: Double
     var stdout: String
     var stderr: String
 
@@ -48,7 +50,7 @@ enum ChildProcess {
         guard FileManager.default.isExecutableFile(atPath: timeTool) else {
             throw SpawnError(description: "\(timeTool) is missing: install Debian's 'time' package (scripts/install-deps --test does)")
         }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([timeTool, "-f", "%M", "-o", rssPath, executable] + arguments).map { strdup($0) } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = ([timeTool, "-f", "%U %S\n%M", "-o", rssPath, executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -77,9 +79,10 @@ enum ChildProcess {
         let wall = Date().timeIntervalSince(start)
         let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         // time's report: "Command terminated by signal N" when the child died of a signal, then
-        // the peak RSS in kilobytes.
+        // user and system CPU seconds, then the peak RSS in kilobytes.
         let report = read(rssPath).split(separator: "\n").map(String.init)
         let rssKilobytes = report.last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let cpu = report.dropLast().last.map { $0.split(separator: " ").compactMap { Double($0) }.reduce(0, +) } ?? 0
         var termSignal = status & 0x7F
         if let line = report.first(where: { $0.hasPrefix("Command terminated by signal ") }) {
             termSignal = Int32(line.dropFirst("Command terminated by signal ".count)) ?? termSignal
@@ -88,7 +91,7 @@ enum ChildProcess {
                            signal: termSignal == 0 ? nil : termSignal,
                            killedAfterTimeout: killed,
                            maxRSSBytes: rssKilobytes * 1024,
-                           wallSeconds: wall, stdout: read(outPath), stderr: read(errPath))
+                           wallSeconds: wall, cpuSeconds: cpu, stdout: read(outPath), stderr: read(errPath))
     }
 }
 

@@ -19,6 +19,8 @@ import Testing
         try sandbox.write("2024/summer/beach/c.Png", bytes: 40)
         try sandbox.write("2024/summer/notes.txt")
         try sandbox.write("2024/summer/noext")
+        // No extension: an asset when its bytes are an image's (here WebP's RIFF header).
+        try sandbox.write("2024/summer/IMG_0007", contents: Array("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ".utf8))
         try sandbox.write("2024/summer/.d.jpg.tmp")
         try sandbox.write("2024/summer/.e.png")
         try sandbox.mkdir(".hidden")
@@ -27,8 +29,8 @@ import Testing
         let root = try AssetRoot(path: sandbox.root)
         let scan = AssetScanner.scanReportingFailures(root)
         #expect(scan.failures.isEmpty)
-        #expect(scan.versions.map(\.path) == ["2024/a.JPG", "2024/summer/b.jpeg", "2024/summer/beach/c.Png", "top.jpg"])
-        #expect(scan.versions.map(\.size) == [20, 30, 40, 10])
+        #expect(scan.versions.map(\.path) == ["2024/a.JPG", "2024/summer/IMG_0007", "2024/summer/b.jpeg", "2024/summer/beach/c.Png", "top.jpg"])
+        #expect(scan.versions.map(\.size) == [20, 16, 30, 40, 10])
         #expect(AssetScanner.scan(root) == scan.versions)
         // Same versions as resolving each path.
         for version in scan.versions {

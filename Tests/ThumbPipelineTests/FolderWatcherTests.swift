@@ -46,12 +46,12 @@ struct WatchSandbox {
     }
 
     /// open/write/close, so a watcher sees exactly one close-after-write.
-    func write(_ relative: String, in folder: String? = nil, bytes: Int = 16) throws {
+    func write(_ relative: String, in folder: String? = nil, bytes: Int = 16, contents: [UInt8]? = nil) throws {
         let path = (folder ?? root) + "/" + relative
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemError(operation: "open \(path)", errno: errno) }
         defer { close(fd) }
-        let data = [UInt8](repeating: 0xAB, count: bytes)
+        let data = contents ?? [UInt8](repeating: 0xAB, count: bytes)
         guard Glibc.write(fd, data, data.count) == data.count else { throw SystemError(operation: "write \(path)", errno: errno) }
     }
 
@@ -124,6 +124,20 @@ struct WatchSandbox {
         #expect(await log.wait(for: .changed(path: "b.JPEG")))
         try await flush()
         #expect(events == [.changed(path: "b.JPEG")])
+    }
+
+    /// The new formats' names are watched; a name without an extension counts only when its
+    /// first bytes are an image's (the decoders sniff by content).
+    @Test func newFormatsAndExtensionlessImagesAreSeen() async throws {
+        try startWatcher()
+        for name in ["c.webp", "d.GIF", "e.heic", "f.heif", "g.avif"] { try sandbox.write(name) }
+        try sandbox.write("README", contents: Array("# notes about these photos\n".utf8))
+        try sandbox.write("IMG_0042", contents: [0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0, count: 12))
+        try sandbox.write("z.txt")
+        #expect(await log.wait(for: .changed(path: "IMG_0042")))
+        try await flush()
+        #expect(Set(events) == Set(["c.webp", "d.GIF", "e.heic", "f.heif", "g.avif", "IMG_0042"].map { FolderWatcher.Event.changed(path: $0) }),
+                "\(events)")
     }
 
     @Test func deleteIsReportedRemoved() async throws {

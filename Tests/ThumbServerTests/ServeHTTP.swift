@@ -161,8 +161,22 @@ struct ServeMetrics {
     }
 }
 
-/// Format and pixel size from the file header alone.
+/// Format and pixel size from the file header alone (AVIF: the format only, size 0x0).
 enum ServeImageHeader {
+    /// The canvas of a WebP: VP8X (extended), VP8L (lossless) or VP8 (lossy) first chunk.
+    static func webpSize(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
+        guard bytes.count >= 30, bytes.starts(with: Array("RIFF".utf8)), bytes[8..<12].elementsEqual(Array("WEBP".utf8)) else { return nil }
+        func le(_ at: Int, _ count: Int) -> Int { (0..<count).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) } }
+        switch String(decoding: bytes[12..<16], as: UTF8.self) {
+        case "VP8X": return (le(24, 3) + 1, le(27, 3) + 1)
+        case "VP8L":
+            let bits = le(21, 4)
+            return ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+        case "VP8 ": return (le(26, 2) & 0x3FFF, le(28, 2) & 0x3FFF)
+        default: return nil
+        }
+    }
+
     static func size(_ bytes: [UInt8]) -> (format: String, width: Int, height: Int)? {
         func be16(_ at: Int) -> Int { Int(bytes[at]) << 8 | Int(bytes[at + 1]) }
         func be32(_ at: Int) -> Int { be16(at) << 16 | be16(at + 2) }
@@ -170,6 +184,8 @@ enum ServeImageHeader {
            bytes[12..<16].elementsEqual(Array("IHDR".utf8)) {
             return ("png", be32(16), be32(20))
         }
+        if let webp = webpSize(bytes) { return ("webp", webp.width, webp.height) }
+        if bytes.count >= 12, bytes[4..<12].elementsEqual(Array("ftypavif".utf8)) { return ("avif", 0, 0) }
         guard bytes.count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
         var index = 2
         while index + 9 < bytes.count, bytes[index] == 0xFF {

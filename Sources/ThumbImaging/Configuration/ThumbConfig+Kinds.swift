@@ -7,7 +7,7 @@ extension ThumbConfig {
     /// and every scale's output to `maxOutputPixels`.
     static func parseKind(name: String, fields: JSONFields, maxOutputPixels: Int) throws(ConfigError) -> SlotKind {
         try fields.allowOnly(["width", "height", "aspectRatio", "grid", "scales", "mode", "mask", "cornerRadius",
-                              "upscale", "pregenerate"])
+                              "upscale", "pregenerate", "encoding"])
         let maxPoints = SlotBounds.maxPoints
         var kind = SlotKind(name: name, widthPoints: 0, heightPoints: 0)
         if let grid = try fields.fields("grid") {

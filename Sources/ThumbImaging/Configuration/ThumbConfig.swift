@@ -7,6 +7,7 @@ public struct ThumbConfig: Sendable, Equatable {
     public var catalog = SlotCatalog()
     public var limits = ImageLimits()
     public var encoder = EncoderSettings()
+    public var outputFormats = OutputFormatPolicy()
     public var shrinkTuning = ShrinkPlan.Tuning()
     public var service = ServiceSettings()
 
@@ -41,7 +42,10 @@ public struct ThumbConfig: Sendable, Equatable {
             if let seconds = try limits.number("renderSeconds", in: 0.1...3600, unit: "seconds") { config.service.renderSeconds = seconds }
         }
         try parseService(root, into: &config, folder: folder)
-        if let encoding = try root.fields("encoding") { config.encoder = try parseEncoding(encoding) }
+        if let encoding = try root.fields("encoding") {
+            config.encoder = try parseEncoding(encoding)
+            config.outputFormats.defaults = try parseFormats(encoding, over: OutputFormats(), pregenerate: nil)
+        }
         if let resampling = try root.fields("resampling") {
             try resampling.allowOnly(["dctMargin", "boxMargin"])
             // A margin is a reduction factor: past 64 no shrink-on-load would ever happen.
@@ -56,7 +60,13 @@ public struct ThumbConfig: Sendable, Equatable {
                 throw kinds.fail(name, "a kind's name starts with a letter, has only letters, digits, - and _, and is at most \(SlotBounds.maxTextBytes) bytes")
             }
             guard let fields = try kinds.fields(name) else { continue }
-            parsed.append(try parseKind(name: name, fields: fields, maxOutputPixels: config.limits.maxOutputPixels))
+            let kind = try parseKind(name: name, fields: fields, maxOutputPixels: config.limits.maxOutputPixels)
+            if let encoding = try fields.fields("encoding") {
+                try encoding.allowOnly(["format", "formats"])
+                config.outputFormats.byKind[name] = try parseFormats(encoding, over: config.outputFormats.formats(for: kind),
+                                                                     pregenerate: kind.pregenerate)
+            }
+            parsed.append(kind)
         }
         config.catalog = SlotCatalog(kinds: parsed, maxOutputPixels: config.limits.maxOutputPixels)
         return config
@@ -76,7 +86,7 @@ public struct ThumbConfig: Sendable, Equatable {
     }
 
     static func parseEncoding(_ fields: JSONFields) throws(ConfigError) -> EncoderSettings {
-        try fields.allowOnly(["format", "jpegQuality", "jpegProgressive", "pngCompressionLevel", "webpQuality", "webpMode",
+        try fields.allowOnly(["format", "formats", "jpegQuality", "jpegProgressive", "pngCompressionLevel", "webpQuality", "webpMode",
                               "avifQuality", "avifSpeed"])
         var encoder = EncoderSettings()
         if let format = try fields.string("format") {

@@ -35,9 +35,12 @@ public struct PipelineRequest: Sendable {
     public var slot: SlotID?
     /// The client's own generation counter for `slot`; nil lets the pipeline issue one.
     public var token: UInt64?
+    /// The output format; nil: the kind's preferred one (`PipelineConfiguration.preferredFormat`).
+    public var format: EncoderSettings.Format?
 
     public init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
-                slot: SlotID? = nil, token: UInt64? = nil) {
+                slot: SlotID? = nil, token: UInt64? = nil, format: EncoderSettings.Format? = nil) {
+        self.format = format
         self.assetPath = assetPath
         self.kind = kind
         self.scale = scale

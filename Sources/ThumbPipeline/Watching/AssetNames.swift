@@ -2,23 +2,50 @@
 import Glibc
 import ThumbSystem
 #endif
+import ThumbImaging
 
 /// Which names under the asset root are assets, shared by the scanner and the watcher so that
 /// the start-up reconciliation and the live events agree.
 enum AssetNames {
     /// Extensions of source images, lowercase, without the dot. Compared case-insensitively.
-    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png"]
+    /// The name only chooses what is watched: the decoder goes by the content.
+    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "webp", "gif", "heic", "heif", "avif"]
 
     /// A hidden name (`.name.tmp`, `.git`, `.Trash-1000`): temp files being written, tool folders.
     /// Neither hidden files nor hidden folders are assets.
     static func isHidden<S: StringProtocol>(_ name: S) -> Bool { name.utf8.first == UInt8(ascii: ".") }
 
-    /// A visible file name with an image extension (`a.JPG`, `b.jpeg`, `c.png`).
+    /// A visible file name with an image extension (`a.JPG`, `b.jpeg`, `c.heic`), or with no
+    /// extension at all (exports and content-addressed stores name files `IMG_0001` or by hash).
     static func isImageName<S: StringProtocol>(_ name: S) -> Bool {
-        guard !isHidden(name), let dot = name.lastIndex(of: ".") else { return false }
+        guard !isHidden(name) else { return false }
+        guard let dot = name.lastIndex(of: ".") else { return true }
         let ext = name[name.index(after: dot)...]
         guard !ext.isEmpty, ext.utf8.count <= 4 else { return false }
         return imageExtensions.contains(String(ext).lowercased())
+    }
+
+    /// Whether a visible regular file is an asset: by its extension, or, for a name without
+    /// one, by its first bytes (a README or LICENSE beside the photos is no asset, and must not
+    /// become a failed render). Removals go by the name alone: a file that is gone cannot be read.
+    static func isImageFile<S: StringProtocol>(_ name: S, absolutePath: String) -> Bool {
+        guard isImageName(name) else { return false }
+        guard !name.contains(".") else { return true }
+        return sniffsAsImage(absolutePath)
+    }
+
+    /// Opens without following a link and without blocking (a FIFO answers at once), reads the
+    /// first bytes and asks the decoders' sniffing.
+    static func sniffsAsImage(_ absolutePath: String) -> Bool {
+        guard let descriptor = try? systemCall("open \(absolutePath)", {
+            open(absolutePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        }) else { return false }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let count = (try? bytes.withUnsafeMutableBytes { buffer in
+            try systemCall("read \(absolutePath)") { read(descriptor, buffer.baseAddress, buffer.count) }
+        }) ?? 0
+        return bytes.withUnsafeBytes { SourceFormat.sniff(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) } != nil
     }
 
     /// `relative` joined under the root's absolute path ("" is the root itself).

@@ -27,8 +27,9 @@ public struct AssetScan: Sendable, Equatable {
 
 /// Walks the asset root to reconcile it with the cache at start (and after a `.rescan`).
 ///
-/// Counted: regular files (not symlinks — `lstat`) with an image extension (.jpg .jpeg .png,
-/// any case), at any depth. Skipped: hidden names (files and folders starting with '.', such as
+/// Counted: regular files (not symlinks — `lstat`) with an image extension (.jpg .jpeg .png
+/// .webp .gif .heic .heif .avif, any case), or without an extension and an image's first
+/// bytes, at any depth. Skipped: hidden names (files and folders starting with '.', such as
 /// `.name.tmp` being written), the root's `excluded` folders, symlinked folders (never
 /// followed), names that are not valid UTF-8.
 public enum AssetScanner {
@@ -61,9 +62,9 @@ public enum AssetScanner {
                         pending.append(path)
                     }
                 case .regularFile:
-                    guard AssetNames.isImageName(entry.name) else { continue }
-                    var status = stat()
                     let file = absolute + "/" + entry.name
+                    guard AssetNames.isImageFile(entry.name, absolutePath: file) else { continue }
+                    var status = stat()
                     do {
                         try systemCall("lstat \(path)") { lstat(file, &status) }
                     } catch {

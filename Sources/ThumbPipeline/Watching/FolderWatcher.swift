@@ -266,7 +266,8 @@ public final class FolderWatcher: @unchecked Sendable {
             if has(mask, IN_DELETE) || has(mask, IN_MOVED_FROM) {
                 handler(.removed(path: path))
             }
-            if has(mask, IN_CLOSE_WRITE) || has(mask, IN_MOVED_TO) {
+            if has(mask, IN_CLOSE_WRITE) || has(mask, IN_MOVED_TO),
+               AssetNames.isImageFile(name, absolutePath: AssetNames.absolute(path, in: root)) {
                 handler(.changed(path: path))
             }
         }
@@ -320,7 +321,7 @@ public final class FolderWatcher: @unchecked Sendable {
                         pending.append(child)
                     }
                 case .regularFile:
-                    if reportFiles && AssetNames.isImageName(entry.name) && !isStopping {
+                    if reportFiles && !isStopping && AssetNames.isImageFile(entry.name, absolutePath: absolute + "/" + entry.name) {
                         handler(.changed(path: child))
                     }
                 case .other:

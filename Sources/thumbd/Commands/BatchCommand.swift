@@ -11,14 +11,15 @@ struct BatchCommand: ThumbdCommand {
     static let name = "batch"
     static let summary = "pre-render a folder, a jobs file or a spool folder"
     static let usage = """
-        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL) [--kinds K1,K2] [--out-dir DIR]
-                            [--assets DIR] [--cache DIR] [--workers N] [--json]
+        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL) [--kinds K1,K2] [--format F]
+                            [--out-dir DIR] [--assets DIR] [--cache DIR] [--workers N] [--json]
 
           DIR            every image under DIR (DIR is the asset folder)
-          --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2}
+          --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2, "format": "webp"}
           --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
           --queue URL    redis://HOST:PORT/STREAM: a consumer of the group "thumbd" (Redis Streams)
           --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
+          --format F     auto, jpeg, png, webp or avif for jobs that name none (default: each kind's encoding.format)
           --out-dir DIR  write DIR/<kind>@<scale>x/<asset path>.<ext> (a.png → a.png.jpg) instead of into the cache
           --json         print the summary as JSON
 
@@ -33,6 +34,7 @@ struct BatchCommand: ThumbdCommand {
     var spool: String?
     var queue: RedisQueue.Address?
     var kinds: [String]?
+    var format: EncoderSettings.Format?
     var outputTree: String?
     var assets: String?
     var cache: String?
@@ -40,7 +42,7 @@ struct BatchCommand: ThumbdCommand {
     var json: Bool
 
     init(arguments: [String]) throws(UsageError) {
-        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--jobs", "--spool", "--queue", "--kinds", "--out-dir",
+        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--jobs", "--spool", "--queue", "--kinds", "--format", "--out-dir",
                                                               "--assets", "--cache", "--workers"], flags: ["--json"])
         configPath = try scanner.value("--config")
         jobsFile = try scanner.value("--jobs")
@@ -58,6 +60,12 @@ struct BatchCommand: ThumbdCommand {
         }
         kinds = try scanner.value("--kinds").map(Self.splitKinds)
         if let kinds, kinds.isEmpty { throw UsageError(message: "--kinds names no kind") }
+        if let text = try scanner.value("--format") {
+            guard let parsed = EncoderSettings.Format(rawValue: text) else {
+                throw UsageError(message: "--format must be auto, jpeg, png, webp or avif, got '\(text)'")
+            }
+            format = parsed
+        }
         outputTree = try scanner.value("--out-dir")
         assets = try scanner.value("--assets")
         cache = try scanner.value("--cache")
@@ -112,6 +120,7 @@ struct BatchCommand: ThumbdCommand {
         }
         defer { pipeline.shutdown() }
         let runner = BatchRunner(pipeline: pipeline, catalog: config.catalog, defaultKinds: defaultKinds, outputTree: outputTree)
+        runner.defaultFormat = format
         let reporter = ProgressReporter(interactive: isatty(STDERR_FILENO) == 1)
         runner.progress = { summary, expected in reporter.report(summary, expected: expected) }
 

@@ -10,7 +10,7 @@ struct RenderCommand: ThumbdCommand {
     static let summary = "render thumbnails of image files"
     static let usage = """
         usage: thumbd render INPUT... --slot KIND|SPEC [--slot ...] [--scale N] [--config FILE]
-                             [-o FILE | --out-dir DIR] [--format auto|jpeg|png] [--quality N] [--no-rotate]
+                             [-o FILE | --out-dir DIR] [--format auto|jpeg|png|webp|avif] [--quality N] [--no-rotate]
                              [--sandbox]
 
           --slot KIND|SPEC   a kind of the config (contact-avatar, large@2x), an inline spec in points
@@ -19,8 +19,8 @@ struct RenderCommand: ThumbdCommand {
           --config FILE      slot kinds, limits and encoder settings (default: the freedesktop.org kinds)
           -o FILE            output file (one input, one slot, one scale)
           --out-dir DIR      outputs named INPUT-BASE.KIND@Nx.EXT (default: the current folder)
-          --format F         auto (PNG when the result has alpha, else JPEG), jpeg or png
-          --quality N        JPEG quality 1-100
+          --format F         auto (PNG when the result has alpha, else JPEG), jpeg, png, webp or avif
+          --quality N        quality 1-100 of the JPEG, WebP or AVIF written
           --no-rotate        ignore EXIF orientation
           --jobs N           parallel renders (default: one per core)
           --sandbox          decode in sandboxed worker processes, as `thumbd serve` does (for files
@@ -87,7 +87,7 @@ struct RenderCommand: ThumbdCommand {
         }
         var encoder = config.encoder
         if let format { encoder.format = format }
-        if let quality { encoder.jpegQuality = quality }
+        if let quality { (encoder.jpegQuality, encoder.webpQuality, encoder.avifQuality) = (quality, quality, quality) }
 
         let jobs: [Job]
         do {
@@ -215,7 +215,7 @@ struct RenderCommand: ThumbdCommand {
 
     /// Writes one thumbnail; the output path gets the format's extension unless -o named it.
     static func write(_ thumbnail: Thumbnail, for job: Job) -> Result<String, Failure> {
-        let isNamedOutput = job.output.hasSuffix(".jpg") || job.output.hasSuffix(".jpeg") || job.output.hasSuffix(".png")
+        let isNamedOutput = [".jpg", ".jpeg", ".png", ".webp", ".avif"].contains { job.output.hasSuffix($0) }
         let path = isNamedOutput ? job.output : "\(job.output).\(thumbnail.format.fileExtension)"
         do throws(OutputError) {
             try OutputFile.write(thumbnail.bytes, to: path)
