@@ -17,8 +17,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case jobLine = "job-line"
     /// The fields of a Redis Streams message, one per line: name, value, name, value…
     case redisFields = "redis-fields"
-    /// Source bytes through the Thumbnailer; the two differ in their seeds (and max length).
-    case jpeg, png
+    /// Source bytes through the Thumbnailer; they differ in their seeds (and max length).
+    case jpeg, png, gif
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
     case workerAnswer = "worker-answer"
     /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
@@ -33,7 +33,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .prefetchBody: HTTPDoors.prefetch(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
-        case .jpeg, .png: ImageDoors.thumbnails(of: bytes)
+        case .jpeg, .png, .gif: ImageDoors.thumbnails(of: bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)
         }
