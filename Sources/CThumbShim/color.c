@@ -4,6 +4,7 @@
 
 #include <lcms2.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct CThumb_ColorTransform {
     cmsHTRANSFORM transform;
@@ -64,4 +65,47 @@ void CThumb_ColorTransformDestroy(CThumb_ColorTransform *transform) {
     if (!transform) return;
     cmsDeleteTransform(transform->transform);
     free(transform);
+}
+
+int CThumb_ICCProfileFromPrimaries(const double white[2], const double red[2], const double green[2],
+                                   const double blue[2], CThumb_ToneCurve curve, double gamma,
+                                   uint8_t **profile, size_t *length) {
+    *profile = NULL;
+    *length = 0;
+    cmsSetLogErrorHandler(CThumb_lcmsSilence);
+    // A white point or primary with y = 0 has no XYZ: lcms would divide by it.
+    if (white[1] <= 0 || red[1] <= 0 || green[1] <= 0 || blue[1] <= 0) return -1;
+    cmsCIExyY whitePoint = {white[0], white[1], 1.0};
+    cmsCIExyYTRIPLE primaries = {{red[0], red[1], 1.0}, {green[0], green[1], 1.0}, {blue[0], blue[1], 1.0}};
+    cmsToneCurve *tone;
+    if (curve == CThumb_CurveSRGB) {
+        // IEC 61966-2-1 as lcms's parametric type 4: Y = (aX + b)^g for X >= d, else cX.
+        const cmsFloat64Number srgb[5] = {2.4, 1.0 / 1.055, 0.055 / 1.055, 1.0 / 12.92, 0.04045};
+        tone = cmsBuildParametricToneCurve(NULL, 4, srgb);
+    } else {
+        if (!(gamma > 0 && gamma < 10)) return -1;
+        tone = cmsBuildGamma(NULL, gamma);
+    }
+    if (!tone) return -1;
+    cmsToneCurve *curves[3] = {tone, tone, tone};
+    cmsHPROFILE built = cmsCreateRGBProfile(&whitePoint, &primaries, curves);
+    cmsFreeToneCurve(tone);
+    if (!built) return -1;
+    cmsUInt32Number size = 0;
+    int result = -1;
+    if (cmsSaveProfileToMem(built, NULL, &size) && size > 0) {
+        uint8_t *bytes = malloc(size);
+        if (bytes && cmsSaveProfileToMem(built, bytes, &size) && size >= 36) {
+            // The header's creation date (bytes 24-35) is the clock's: zeroed, the same primaries
+            // give the same bytes, and thumbd's transform cache (keyed by bytes) finds them again.
+            memset(bytes + 24, 0, 12);
+            *profile = bytes;
+            *length = size;
+            result = 0;
+        } else {
+            free(bytes);
+        }
+    }
+    cmsCloseProfile(built);
+    return result;
 }

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <unistd.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <seccomp.h>
 #include "CThumbWorker.h"
 
@@ -22,6 +24,12 @@ static const char *const CThumb_SandboxAllowed[] = {
     "mmap", "munmap", "mremap", "mprotect", "madvise", "brk",
     "futex", "sched_yield", "clock_gettime", "getrandom", "getpid", "gettid",
     "rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "exit", "exit_group",
+    // Threads of the HEIF/AVIF decoders (see the clone rule in CThumb_SandboxApply): what glibc's
+    // pthread_create and a new thread's start make besides clone (mmap, mprotect of the guard
+    // page, futex, and madvise and exit when it ends): the robust-futex list and restartable
+    // sequences registered by every new thread, and sched_getaffinity, dav1d's count of the
+    // CPUs it may use (its number of threads). It tells the worker's own affinity, nothing else.
+    "set_robust_list", "rseq", "sched_getaffinity",
     NULL,
 };
 
@@ -42,7 +50,8 @@ int CThumb_SandboxApply(int socket, const char **step) {
     // libseccomp accepts KILL_PROCESS only where it can ask the kernel (the seccomp(2) call) that
     // the action exists; under a service manager's own filter that refuses seccomp(2) (systemd's
     // SystemCallFilter=@system-service does) it cannot, and init fails. Killing the thread is
-    // the same here: the worker has one thread.
+    // nearly the same here: the render runs on the main thread, and a decoder thread killed
+    // alone leaves the render waiting for it until the daemon's deadline kills the worker.
     if (!filter) filter = seccomp_init(SCMP_ACT_KILL_THREAD);
     if (!filter) { errno = EINVAL; return -1; }
     int result = 0;
@@ -60,6 +69,20 @@ int CThumb_SandboxApply(int socket, const char **step) {
     // Messages only on its own socket (a descriptor it was passed is a file, read with read).
     if ((result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)socket))) < 0
         || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)socket))) < 0)
+        goto failed;
+    // Threads, and only threads: libheif 1.15 gives no way to keep its codecs on the calling
+    // thread. libde265 starts one worker thread for every image it decodes (libheif's plugin
+    // calls de265_start_worker_threads(ctx, 1): each tile of a grid is a new decoder), and dav1d,
+    // whose thread count libheif leaves at 0 (= one per CPU of the affinity mask), starts that
+    // many for each AV1 image. clone is allowed only with CLONE_THREAD set: a thread shares the
+    // process's memory, descriptors and filter; a new process (fork, vfork, or a clone without
+    // CLONE_THREAD) still kills the worker. clone3 passes its flags in memory a filter cannot
+    // read, so it answers ENOSYS and glibc (2.34+) falls back to clone. A thread's name
+    // (prctl PR_SET_NAME, "dav1d-worker") is allowed; every other prctl kills.
+    if ((result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                   SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_THREAD, (scmp_datum_t)CLONE_THREAD))) < 0
+        || (result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0
+        || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)PR_SET_NAME))) < 0)
         goto failed;
     // Signals only to itself (abort() raises SIGABRT with tgkill): never to the daemon, which runs
     // as the same user. kill(2) is not allowed at all.

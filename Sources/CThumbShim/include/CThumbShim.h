@@ -153,6 +153,19 @@ void CThumb_ColorTransformApply(CThumb_ColorTransform *transform, const uint8_t 
                                 uint8_t *output, size_t pixelCount);
 void CThumb_ColorTransformDestroy(CThumb_ColorTransform *transform);
 
+/// The tone curve of an RGB profile built from coded colour parameters (HEIF/AVIF nclx).
+typedef enum {
+    CThumb_CurveSRGB = 0,   ///< IEC 61966-2-1 piecewise curve
+    CThumb_CurveGamma = 1,  ///< a pure power law, `gamma` (1 = linear)
+} CThumb_ToneCurve;
+
+/// An ICC profile (v4, matrix/TRC) for RGB with the given CIE xy chromaticities of white and the
+/// three primaries and one tone curve for all channels, serialised into a malloc'd buffer (free
+/// with CThumb_Free). Returns 0, or -1 when lcms refuses the values (degenerate primaries).
+int CThumb_ICCProfileFromPrimaries(const double white[2], const double red[2], const double green[2],
+                                   const double blue[2], CThumb_ToneCurve curve, double gamma,
+                                   uint8_t **profile, size_t *length);
+
 void CThumb_Free(void *pointer);
 
 #endif

@@ -1,6 +1,15 @@
 import ThumbImaging
 
 extension RenderWorkerMain {
+    /// What must happen before the seccomp filter: libheif registers its codecs (and Debian's
+    /// build scans its plugin folder, an `openat` the filter refuses), and a first HEIC and AVIF
+    /// decode and AVIF encode set up libde265, dav1d and aom once. Every decode still starts the
+    /// codecs' threads (libde265: one a decoder; dav1d: one a CPU), which the filter allows
+    /// (see sandbox.c); nothing of theirs opens a file after this.
+    static func warmUpBeforeSandbox() {
+        HEIFLibrary.warmUp()
+    }
+
     /// Renders two small images the worker makes itself (a JPEG, and a PNG with alpha), inside
     /// its sandbox, before it says hello. A fresh process pays for its first render by faulting in
     /// code pages, binding symbols and building the Swift runtime's metadata: measured as ~15 ms

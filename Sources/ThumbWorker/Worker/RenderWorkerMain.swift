@@ -25,6 +25,7 @@ public enum RenderWorkerMain {
     /// (exit 0). `faultHook` (test workers only) sees each source's bytes before the render; what
     /// it throws becomes every request's failure.
     public static func run(faultHook: (@Sendable (SourceBytes) throws(ImagingError) -> Void)? = nil) -> Never {
+        warmUpBeforeSandbox()
         let page = enterSandbox()
         warmUp()
         let socket = FrameSocket(descriptor: socketDescriptor)

@@ -1,0 +1,134 @@
+import CHeif
+
+extension HEIFLoader {
+    /// The planes of a decoded planar RGB (4:4:4) image, checked to be what was asked for.
+    struct Planes {
+        var red, green, blue: UnsafePointer<UInt8>
+        var alpha: UnsafePointer<UInt8>?
+        /// Bytes from one row of a plane to the next (each plane its own).
+        var redStride, greenStride, blueStride, alphaStride: Int
+        var width, height: Int
+        /// 16-bit samples (10- and 12-bit files) rather than bytes.
+        var isWide: Bool
+        /// The largest sample value: 255, 1023, 4095…
+        var colorMaximum, alphaMaximum: UInt64
+    }
+
+    static func planes(of decoded: HEIFDecodedImage) throws(ImagingError) -> Planes {
+        let image = decoded.image
+        func plane(_ channel: heif_channel) -> (base: UnsafePointer<UInt8>, stride: Int, width: Int, height: Int, storage: Int, range: Int)? {
+            guard heif_image_has_channel(image, channel) != 0 else { return nil }
+            var stride: Int32 = 0
+            guard let base = heif_image_get_plane_readonly(image, channel, &stride), stride > 0 else { return nil }
+            return (base, Int(stride), Int(heif_image_get_width(image, channel)), Int(heif_image_get_height(image, channel)),
+                    Int(heif_image_get_bits_per_pixel(image, channel)), Int(heif_image_get_bits_per_pixel_range(image, channel)))
+        }
+        guard let red = plane(heif_channel_R), let green = plane(heif_channel_G), let blue = plane(heif_channel_B) else {
+            throw .undecodable(reason: "libheif returned no RGB planes")
+        }
+        let alpha = plane(heif_channel_Alpha)
+        let all = [red, green, blue] + (alpha.map { [$0] } ?? [])
+        let storage = red.storage
+        let fits = all.allSatisfy { plane in
+            plane.width == red.width && plane.height == red.height && plane.storage == storage
+                && (1...16).contains(plane.range) && plane.stride >= plane.width * (storage / 8)
+        }
+        guard red.width > 0, red.height > 0, storage == 8 || storage == 16, fits,
+              red.range == green.range, red.range == blue.range else {
+            throw .undecodable(reason: "libheif returned planes of unexpected sizes or depths")
+        }
+        return Planes(red: red.base, green: green.base, blue: blue.base, alpha: alpha?.base,
+                      redStride: red.stride, greenStride: green.stride, blueStride: blue.stride, alphaStride: alpha?.stride ?? 0,
+                      width: red.width, height: red.height, isWide: storage == 16,
+                      colorMaximum: (1 << UInt64(red.range)) - 1, alphaMaximum: (1 << UInt64(alpha?.range ?? 8)) - 1)
+    }
+
+    /// Interleaves planar RGB(A) into 8-bit RGB(A), straight alpha, averaging `reduction` ×
+    /// `reduction` blocks (partial at the right and bottom edges) and rounding deeper samples to
+    /// 8 bits (libheif 1.15's own reduction to 8 bits drops the low bits of the YCbCr samples
+    /// before converting, a bias of half a level and more banding). Colour is averaged weighted
+    /// by alpha, as the thumbnailer's block shrink does; premultiplied files are made straight.
+    static func interleave(_ decoded: HEIFDecodedImage, premultiplied: Bool, reduction: Int,
+                           isCancelled: CancellationCheck?) throws(ImagingError) -> PixelBuffer {
+        let planes = try planes(of: decoded)
+        let result = planes.isWide
+            ? interleave(UInt16.self, planes, premultiplied: premultiplied, reduction: reduction, isCancelled: isCancelled)
+            : interleave(UInt8.self, planes, premultiplied: premultiplied, reduction: reduction, isCancelled: isCancelled)
+        guard let result else { throw .cancelled }
+        return result
+    }
+
+    /// nil when cancelled.
+    private static func interleave<Sample: FixedWidthInteger & UnsignedInteger>(
+        _: Sample.Type, _ planes: Planes, premultiplied: Bool, reduction: Int, isCancelled: CancellationCheck?
+    ) -> PixelBuffer? {
+        let factor = max(1, reduction)
+        let (width, height) = (planes.width, planes.height)
+        let outputWidth = (width + factor - 1) / factor
+        let outputHeight = (height + factor - 1) / factor
+        let hasAlpha = planes.alpha != nil
+        let channels = hasAlpha ? 4 : 3
+        let colorMaximum = planes.colorMaximum, alphaMaximum = planes.alphaMaximum
+        func row(_ base: UnsafePointer<UInt8>, _ stride: Int, _ y: Int) -> UnsafePointer<Sample> {
+            UnsafeRawPointer(base + y * stride).assumingMemoryBound(to: Sample.self)
+        }
+        var output = [UInt8](repeating: 0, count: outputWidth * outputHeight * channels)
+        var sums = [SIMD4<UInt64>](repeating: .zero, count: outputWidth)
+        var cancelled = false
+        output.withUnsafeMutableBufferPointer { out in
+            sums.withUnsafeMutableBufferPointer { sums in
+                for outputY in 0..<outputHeight {
+                    if outputY & 15 == 0, isCancelled?() == true {
+                        cancelled = true
+                        return
+                    }
+                    let top = outputY * factor, bottom = min(top + factor, height)
+                    for index in 0..<outputWidth { sums[index] = .zero }
+                    for y in top..<bottom {
+                        let red = row(planes.red, planes.redStride, y)
+                        let green = row(planes.green, planes.greenStride, y)
+                        let blue = row(planes.blue, planes.blueStride, y)
+                        let alpha = planes.alpha.map { row($0, planes.alphaStride, y) }
+                        for block in 0..<outputWidth {
+                            var sum = sums[block]
+                            for x in (block * factor)..<min(block * factor + factor, width) {
+                                let color = SIMD4(UInt64(red[x]), UInt64(green[x]), UInt64(blue[x]), 0)
+                                if let alpha {
+                                    let opacity = UInt64(alpha[x])
+                                    // Σ colour × alpha either way: a premultiplied sample is already colour × alpha / max.
+                                    let weight = premultiplied ? alphaMaximum : opacity
+                                    sum &+= color &* SIMD4(repeating: weight) &+ SIMD4(0, 0, 0, opacity)
+                                } else {
+                                    sum &+= color
+                                }
+                            }
+                            sums[block] = sum
+                        }
+                    }
+                    let rows = UInt64(bottom - top)
+                    var at = outputY * outputWidth * channels
+                    for block in 0..<outputWidth {
+                        let count = rows * UInt64(min(block * factor + factor, width) - block * factor)
+                        let sum = sums[block]
+                        if hasAlpha {
+                            let alphaSum = sum[3]
+                            for channel in 0..<3 {
+                                out[at + channel] = alphaSum == 0 ? 0
+                                    : UInt8(min(255, (sum[channel] &* 255 &+ alphaSum &* colorMaximum / 2) / (alphaSum &* colorMaximum)))
+                            }
+                            out[at + 3] = UInt8(min(255, (alphaSum &* 255 &+ count &* alphaMaximum / 2) / (count &* alphaMaximum)))
+                        } else {
+                            let divisor = count &* colorMaximum
+                            for channel in 0..<3 {
+                                out[at + channel] = UInt8(min(255, (sum[channel] &* 255 &+ divisor / 2) / divisor))
+                            }
+                        }
+                        at += channels
+                    }
+                }
+            }
+        }
+        if cancelled { return nil }
+        return PixelBuffer(width: outputWidth, height: outputHeight, channels: channels, bytes: output)
+    }
+}

@@ -1,0 +1,107 @@
+import CHeif
+
+/// HEIC/HEIF and AVIF through libheif 1.15 (libde265 for HEVC, dav1d for AV1): the primary
+/// image as displayed, or an embedded thumbnail of it when that is large enough (shrink-on-load).
+///
+/// Orientation is always `.up`: libheif applies `irot`, `imir` and `clap` itself when it
+/// decodes, and those boxes are authoritative for HEIF and AVIF — an EXIF orientation tag inside
+/// such a file is NOT applied on top (it describes the pixels before the transforms, or repeats
+/// them). libvips and the browsers do the same; Pillow's AVIF plugin applies the EXIF tag of
+/// pillow__xmp_tags_orientation.avif (orientation 3, no irot) and so shows it upside down where
+/// we, Chrome and libvips show it as coded.
+final class HEIFLoader: FrameLoader {
+    /// Which coded image `load` decoded, for tests and logs.
+    enum DecodedImage: Equatable, Sendable {
+        case primary
+        /// An embedded thumbnail, of this displayed size.
+        case thumbnail(width: Int, height: Int)
+    }
+
+    let storedWidth: Int
+    let storedHeight: Int
+    var orientation: Orientation { .up }
+    /// What the last `load` decoded (nil before one).
+    private(set) var decodedImage: DecodedImage?
+
+    let file: HEIFFile
+    let primary: HEIFImageHandle
+    let limits: ImageLimits
+
+    init(source: SourceBytes, format: SourceFormat, limits: ImageLimits) throws(ImagingError) {
+        let file = try HEIFFile(source, limits: limits)
+        let primary = try file.primaryImage()
+        // The displayed size (what the plan is made for) and the coded size (what is decoded
+        // before the transforms, and may be larger than the crop of a `clap`): both before any pixel.
+        try limits.check(width: primary.width, height: primary.height)
+        try limits.check(width: primary.codedWidth, height: primary.codedHeight)
+        try Self.checkDecoderMemory(primary, limits: limits)
+        if format == .avif && !HEIFLibrary.canDecode(heif_compression_AV1) {
+            throw .unsupportedFormat(reason: "this libheif has no AV1 decoder")
+        }
+        self.file = file
+        self.primary = primary
+        self.limits = limits
+        storedWidth = primary.width
+        storedHeight = primary.height
+    }
+
+    func load(maxShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
+        if isCancelled?() == true { throw .cancelled }
+        let (image, chosen) = chooseImage(maxShrink: maxShrink)
+        decodedImage = chosen
+        let decoded = try decode(image)
+        // A single libde265 or dav1d decode cannot be interrupted inside libheif 1.15: its
+        // decoding options offer progress callbacks (per grid tile) but no way to stop, so the
+        // checks are between steps; the worker's deadline kill covers one long decode.
+        if isCancelled?() == true { throw .cancelled }
+        // The frame may be reduced by an integer factor while it is interleaved, within the
+        // plan's shrink-on-load (what is left of `maxShrink` after a thumbnail's own reduction).
+        let loadedShrink = Double(storedWidth) / Double(max(1, image.width))
+        let reduction = Self.integerReduction(maxShrink / loadedShrink)
+        let pixels = try Self.interleave(decoded, premultiplied: image.isPremultiplied, reduction: reduction,
+                                         isCancelled: isCancelled)
+        let color = Self.colorProfile(of: image)
+        let warnings = [file.truncationWarning, decoded.firstWarning, color.warning].compactMap { $0 }
+        return LoadedFrame(pixels: pixels, iccProfile: color.profile,
+                           warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "))
+    }
+
+    /// Decodes `image` as planar RGB at 4:4:4 (8 bits, or 16-bit samples for 10/12-bit files),
+    /// alpha as a fourth plane. A grid image is assembled by libheif as exactly that, so no
+    /// conversion copies it again; other images are converted from YCbCr (libheif applies the
+    /// nclx matrix coefficients and range) or monochrome. thumbd then interleaves to 8 bits.
+    private func decode(_ image: HEIFImageHandle) throws(ImagingError) -> HEIFDecodedImage {
+        var decoded: OpaquePointer?
+        try heif_decode_image(image.handle, &decoded, heif_colorspace_RGB, heif_chroma_444, nil).check()
+        guard let decoded else { throw .undecodable(reason: "libheif: the decoder returned no image") }
+        return HEIFDecodedImage(decoded)
+    }
+
+    /// What libheif allocates for a decode besides the interleaved frame thumbd copies out: the
+    /// planar 4:4:4 image (a grid's canvas, or the conversion of a YCbCr frame), one sample per
+    /// channel, two bytes each above 8 bits; the coded (ispe) area when it is larger than the
+    /// displayed one. The YCbCr frame it converts from is at most that size again and is freed
+    /// before the copy. Checked against `maxDecoderMemoryBytes` before decoding.
+    static func decoderMemoryBytes(width: Int, height: Int, codedWidth: Int, codedHeight: Int,
+                                   hasAlpha: Bool, lumaBits: Int) -> Int {
+        let area = max(width.multipliedReportingOverflow(by: height).partialValue,
+                       codedWidth.multipliedReportingOverflow(by: codedHeight).partialValue)
+        let sampleBytes = lumaBits > 8 ? 2 : 1
+        let product = area.multipliedReportingOverflow(by: (hasAlpha ? 4 : 3) * sampleBytes)
+        return product.overflow ? Int.max : product.partialValue
+    }
+
+    private static func checkDecoderMemory(_ image: HEIFImageHandle, limits: ImageLimits) throws(ImagingError) {
+        let bytes = decoderMemoryBytes(width: image.width, height: image.height, codedWidth: image.codedWidth,
+                                       codedHeight: image.codedHeight, hasAlpha: image.hasAlpha, lumaBits: image.lumaBits)
+        if bytes > limits.maxDecoderMemoryBytes {
+            throw .tooLarge(reason: "decoding \(image.width)x\(image.height) (\(max(8, image.lumaBits))-bit\(image.hasAlpha ? ", alpha" : "")) needs about \(bytes >> 20) MB, over the \(limits.maxDecoderMemoryBytes >> 20)-MB decoder memory limit")
+        }
+    }
+
+    /// The largest whole reduction within `shrink` (1 when none), at most 64 a side.
+    static func integerReduction(_ shrink: Double) -> Int {
+        guard shrink.isFinite, shrink >= 2 else { return 1 }
+        return Int(min(shrink, 64).rounded(.down))
+    }
+}
