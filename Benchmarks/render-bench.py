@@ -27,8 +27,15 @@ def import_deps():
         if subprocess.run(pip).returncode != 0:
             subprocess.run(pip + ["--break-system-packages"], check=True)
     global np, Image, ImageOps, ssim_fn, psnr_fn
+    try:
+        import pillow_heif  # noqa: F401
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--user", "pillow-heif"], check=True)
     import numpy as np
+    import pillow_heif
     from PIL import Image, ImageOps
+    pillow_heif.register_heif_opener()
+    Image.MAX_IMAGE_PIXELS = None
     from skimage.metrics import structural_similarity as ssim_fn, peak_signal_noise_ratio as psnr_fn
 
 
@@ -41,6 +48,10 @@ SHARED = PACKAGE.parent / "shared"
 LARGE_PHOTOS = SHARED / "corpus/large-photos"
 GEN_CORPUS = SHARED / "bench-corpus/gen_corpus.py"
 BENCH_DIR = Path(tempfile.gettempdir()) / "thumbbench"
+# The large photos converted to each new input format (made once, kept under $TMPDIR).
+FORMATS_DIR = Path(tempfile.gettempdir()) / "thumbbench-formats"
+REAL_HEIC = ["pillow_heif__pug.heic", "pillow_heif__arrow.heic", "pillow_heif__xiaomi.heic"]
+INPUT_FORMATS = ("webp", "gif", "heic", "avif")
 RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
 
 # slot name -> (thumbd inline spec, vipsthumbnail arguments, output size is a filled square)
@@ -87,8 +98,12 @@ def fresh_dir(root, *parts):
 
 
 def thumbd_output(out_dir, src):
-    found = sorted(Path(out_dir).glob(f"{src.stem}.*.png"))
+    found = sorted(Path(out_dir).glob(f"{glob_escape(src.stem)}.*.png"))
     return found[0] if found else None
+
+
+def glob_escape(text):
+    return "".join(f"[{c}]" if c in "[]*?" else c for c in text)
 
 
 def vips_output(out_dir, src):
@@ -115,11 +130,43 @@ def prepare_groups(tmp, quick):
     jpegs, pngs = sorted(BENCH_DIR.glob("jpg-*.jpg")), sorted(BENCH_DIR.glob("png-*.png"))
     if quick:
         jpegs, pngs = spread(jpegs, 20), spread(pngs, 16)
-    return {
+    groups = {
         "large-photos": {"files": looped, "unique": looped[:len(photos)]},
         "bench-jpeg": {"files": jpegs, "unique": jpegs},
         "bench-png": {"files": pngs, "unique": pngs},
     }
+    for fmt in INPUT_FORMATS:
+        converted = converted_photos(photos, fmt)
+        if fmt == "heic":
+            converted += [SHARED / "corpus/formats/heif" / name for name in REAL_HEIC]
+        groups[f"input-{fmt}"] = {"files": converted, "unique": converted}
+    return groups
+
+
+def converted_photos(photos, fmt):
+    """The large photos, upright (EXIF applied, so both tools see the same pixels), saved as
+    `fmt` by Pillow (pillow-heif for HEIC): WebP q90, HEIC q90, AVIF q80, GIF 256 colours."""
+    out_dir = FORMATS_DIR / fmt
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for photo in photos:
+        target = out_dir / f"{photo.stem}.{fmt}"
+        if not target.exists() or target.stat().st_mtime < photo.stat().st_mtime:
+            print(f"converting {photo.name} to {fmt} ...", flush=True)
+            with Image.open(photo) as im:
+                upright = ImageOps.exif_transpose(im).convert("RGB")
+                scratch = target.with_suffix(".tmp")
+                if fmt == "gif":
+                    upright.quantize(256).save(scratch, format="GIF")
+                elif fmt == "heic":
+                    upright.save(scratch, format="HEIF", quality=90)
+                elif fmt == "avif":
+                    upright.save(scratch, format="AVIF", quality=80)
+                else:
+                    upright.save(scratch, format="WEBP", quality=90)
+                scratch.rename(target)
+        files.append(target)
+    return files
 
 
 def spread(items, k):
@@ -316,7 +363,8 @@ def main():
     parser.add_argument("--jobs", type=int, default=2, help="thumbd --jobs and xargs -P (default 2)")
     parser.add_argument("--dct-margin", type=float, help="thumbd resampling.dctMargin (via a temp config)")
     parser.add_argument("--box-margin", type=float, help="thumbd resampling.boxMargin (via a temp config)")
-    parser.add_argument("--group", action="append", choices=["large-photos", "bench-jpeg", "bench-png"],
+    parser.add_argument("--group", action="append",
+                        choices=["large-photos", "bench-jpeg", "bench-png"] + [f"input-{f}" for f in INPUT_FORMATS],
                         help="only these groups (repeatable)")
     parser.add_argument("--slot", action="append", choices=list(SLOTS), help="only these slots (repeatable)")
     parser.add_argument("--repeat", type=int, help="whole-group runs per tool, best kept (default 3, quick 1)")

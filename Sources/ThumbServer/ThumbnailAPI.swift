@@ -79,8 +79,10 @@ public final class ThumbnailAPI: Sendable {
 
     func kinds() -> HTTPResponse {
         let catalog = catalog.withLock { $0 }
+        let policy = formats.withLock { $0 }
         let list: [[String: Any]] = catalog.kinds.keys.sorted().compactMap { name in
             guard let kind = catalog.kinds[name] else { return nil }
+            let formats = policy.formats(for: kind)
             let mask: String = switch kind.mask {
             case .none: "none"
             case .circle: "circle"
@@ -88,6 +90,7 @@ public final class ThumbnailAPI: Sendable {
             }
             return ["name": name, "widthPoints": kind.widthPoints, "heightPoints": kind.heightPoints,
                     "mode": kind.mode.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
+                    "format": formats.preferred.rawValue, "formats": formats.allowed.map(\.rawValue).sorted(),
                     "pixels": kind.scales.map { scale -> [String: Any] in
                         let size = kind.pixelSize(scale: scale)
                         return ["scale": scale, "width": size.width, "height": size.height]
