@@ -55,10 +55,10 @@ struct ServeFormatTests {
         #expect(only.status == 200 && only.headers["content-type"] == "image/webp" && only.headers["vary"] == nil, "\(only.summary)")
         let jpeg = try daemon.request("/v1/thumbnails/webp-only/landscape.jpg?format=jpeg")
         #expect(jpeg.status == 400, "\(jpeg.summary)")
-        let kinds = try #require(try daemon.request("/v1/kinds").json["kinds"] as? [[String: Any]])
-        let listed = try #require(kinds.first { $0["name"] as? String == "webp-only" })
+        let listing = try #require(try daemon.request("/v1/kinds").json["kinds"] as? [[String: Any]])
+        let listed = try #require(listing.first { $0["name"] as? String == "webp-only" })
         #expect(listed["format"] as? String == "webp" && listed["formats"] as? [String] == ["webp"], "\(listed)")
-        let large = try #require(kinds.first { $0["name"] as? String == "large" })
+        let large = try #require(listing.first { $0["name"] as? String == "large" })
         #expect(large["format"] as? String == "auto" && large["formats"] as? [String] == ["jpeg", "png", "webp"], "\(large)")
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
