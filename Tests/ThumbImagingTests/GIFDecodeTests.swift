@@ -110,6 +110,19 @@ struct GIFDecodeTests {
         #expect(frame.warning == "GIF first frame truncated: 1 of 4 rows decoded, the rest transparent: Image EOF detected before image complete")
     }
 
+    @Test("nothing after the first frame is read: 3000 more frames, then bytes that are no GIF, change nothing")
+    func stopsAfterTheFirstFrame() throws {
+        let header = GIFBuilder.header(width: 2, height: 2, colors: [(255, 0, 0), (0, 255, 0)])
+        let first = GIFBuilder.graphicControl(transparent: nil) + GIFBuilder.image(left: 0, top: 0, width: 2, height: 2, indices: [0, 1, 1, 0])
+        let later = (0..<3000).flatMap { _ in GIFBuilder.graphicControl(transparent: 0) + GIFBuilder.image(left: 1, top: 1, width: 1, height: 1, indices: [0]) }
+        let junk = [UInt8](repeating: 0xFF, count: 1 << 20)
+        let alone = try gifLoader(header + first + GIFBuilder.trailer).load(maxShrink: 1, isCancelled: nil)
+        let animation = try gifLoader(header + first + later + junk).load(maxShrink: 1, isCancelled: nil)
+        #expect(alone.warning == nil && animation.warning == nil, "\(animation.warning ?? "")")
+        #expect(animation.pixels == alone.pixels)
+        #expect(alone.pixels.bytes == [255, 0, 0, 0, 255, 0, 0, 255, 0, 255, 0, 0])
+    }
+
     @Test("the loader asks the cancellation check every 32 rows and stops at the first true")
     func loaderCancels() throws {
         let source = try loadSource(Self.colorsPath) // 807x606: 19 slices of 32 rows
