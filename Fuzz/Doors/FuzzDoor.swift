@@ -19,6 +19,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case redisFields = "redis-fields"
     /// Source bytes through the Thumbnailer; they differ in their seeds (and max length).
     case jpeg, png, gif
+    /// HEIF and AVIF source bytes through the Thumbnailer (libheif, libde265, dav1d).
+    case heif
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
     case workerAnswer = "worker-answer"
     /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
@@ -33,7 +35,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .prefetchBody: HTTPDoors.prefetch(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
-        case .jpeg, .png, .gif: ImageDoors.thumbnails(of: bytes)
+        case .jpeg, .png, .gif, .heif: ImageDoors.thumbnails(of: bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)
         }

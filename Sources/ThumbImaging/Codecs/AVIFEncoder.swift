@@ -47,7 +47,9 @@ enum AVIFEncoder {
         if let thumbnail {
             let handle = try encodeImage(thumbnail, context: context, encoder: encoder, options: options, nclx: nclx)
             defer { heif_image_handle_release(handle) }
-            try encodingCheck(heif_context_assign_thumbnail(context, primary, handle))
+            // libheif 1.15's heif_context_assign_thumbnail passes its two images on swapped (the
+            // primary became the thumbnail's thumbnail): so the thumbnail goes first here.
+            try encodingCheck(heif_context_assign_thumbnail(context, handle, primary))
         }
         if isCancelled?() == true { throw .cancelled }
         return try write(context)

@@ -18,6 +18,18 @@ protocol FrameLoader: AnyObject {
     /// `storedWidth / maxShrink` × `storedHeight / maxShrink`, and of the same aspect ratio
     /// within 1%. Checks `isCancelled` where the library allows.
     func load(maxShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame
+
+    /// As `load(maxShrink:isCancelled:)`, told also the least reduction from the stored frame
+    /// to any output, `outputShrink` (≥ `maxShrink`, which keeps the plan's margin below it). A
+    /// loader whose reduced frame comes in fixed sizes (HEIF's embedded thumbnail) may return
+    /// one down to the output's own size, `stored / outputShrink`, as libvips does.
+    func load(maxShrink: Double, outputShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame
+}
+
+extension FrameLoader {
+    func load(maxShrink: Double, outputShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
+        try load(maxShrink: maxShrink, isCancelled: isCancelled)
+    }
 }
 
 /// A loader's pixels: 8-bit RGB or RGBA (straight alpha) in the stored frame.

@@ -7,8 +7,9 @@ extension Thumbnailer {
         let (_, outputs) = plan(requests, storedWidth: loader.storedWidth, storedHeight: loader.storedHeight,
                                 sourceOrientation: loader.orientation, allowsDCT: false)
         let maxShrink = outputs.map { max(1, $0.geometry.reduction / tuning.dctMargin) }.min() ?? 1
+        let outputShrink = outputs.map { max(1, $0.geometry.reduction) }.min() ?? 1
         if isCancelled?() == true { throw .cancelled }
-        let frame = try loader.load(maxShrink: maxShrink, isCancelled: isCancelled)
+        let frame = try loader.load(maxShrink: maxShrink, outputShrink: max(maxShrink, outputShrink), isCancelled: isCancelled)
         if isCancelled?() == true { throw .cancelled }
         let pixels = frame.pixels
         guard pixels.width > 0, pixels.height > 0 else { throw .undecodable(reason: "the decoder returned no pixels") }

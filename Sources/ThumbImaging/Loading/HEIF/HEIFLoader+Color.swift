@@ -30,9 +30,27 @@ extension HEIFLoader {
         var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
         guard heif_image_handle_get_nclx_color_profile(image.handle, &nclx).isOK, let nclx else { return ColorDescription() }
         defer { heif_nclx_color_profile_free(nclx) }
-        return nclxProfile(primaries: Int(nclx.pointee.color_primaries.rawValue),
-                           transfer: Int(nclx.pointee.transfer_characteristics.rawValue),
-                           chromaticities: nclx.pointee)
+        let n = nclx.pointee
+        let coded = Chromaticities(white: (Double(n.color_primary_white_x), Double(n.color_primary_white_y)),
+                                   red: (Double(n.color_primary_red_x), Double(n.color_primary_red_y)),
+                                   green: (Double(n.color_primary_green_x), Double(n.color_primary_green_y)),
+                                   blue: (Double(n.color_primary_blue_x), Double(n.color_primary_blue_y)))
+        return nclxProfile(primaries: Int(n.color_primaries.rawValue), transfer: Int(n.transfer_characteristics.rawValue),
+                           chromaticities: coded)
+    }
+
+    /// CIE 1931 xy of the white point and the primaries.
+    struct Chromaticities {
+        var white, red, green, blue: (x: Double, y: Double)
+
+        /// BT.709 / sRGB, D65.
+        static let sRGB = Chromaticities(white: (0.3127, 0.3290), red: (0.64, 0.33), green: (0.30, 0.60), blue: (0.15, 0.06))
+
+        /// Within the diagram: libheif decodes the primaries it knows, an unknown code leaves zeros.
+        var isPlausible: Bool {
+            let points: [(x: Double, y: Double)] = [white, red, green, blue]
+            return points.allSatisfy { point in point.x > 0 && point.x < 1 && point.y > 0 && point.y < 1 }
+        }
     }
 
     /// Transfer characteristics (ITU-T H.273) taken as the sRGB curve: sRGB itself (13), the
@@ -44,24 +62,21 @@ extension HEIFLoader {
     /// Pure power laws: linear (8), BT.470 System M (4, 2.2) and System B/G (5, 2.8).
     static let gammaTransfers: [Int: Double] = [8: 1.0, 4: 2.2, 5: 2.8]
 
-    static func nclxProfile(primaries: Int, transfer: Int, chromaticities nclx: heif_color_profile_nclx) -> ColorDescription {
+    /// `chromaticities`: what libheif decoded for `primaries` (used unless those are 1 or 2).
+    static func nclxProfile(primaries: Int, transfer: Int, chromaticities coded: Chromaticities) -> ColorDescription {
         let hdr = hdrTransfers[transfer]
         let warning = hdr.map { "\($0) (HDR) transfer shown through the sRGB curve, without tone mapping" }
         let gamma = gammaTransfers[transfer]
         let standardPrimaries = primaries == 1 || primaries == 2
         if standardPrimaries && gamma == nil { return ColorDescription(warning: warning) }
-        var white = [0.3127, 0.3290], red = [0.64, 0.33], green = [0.30, 0.60], blue = [0.15, 0.06]
+        var chosen = Chromaticities.sRGB
         if !standardPrimaries {
-            let coded = [nclx.color_primary_white_x, nclx.color_primary_white_y, nclx.color_primary_red_x,
-                         nclx.color_primary_red_y, nclx.color_primary_green_x, nclx.color_primary_green_y,
-                         nclx.color_primary_blue_x, nclx.color_primary_blue_y].map(Double.init)
-            // libheif decodes the primaries it knows; an unknown code leaves zeros: taken as sRGB.
-            guard coded.allSatisfy({ $0 > 0 && $0 < 1 }) else { return ColorDescription(warning: warning) }
-            white = [coded[0], coded[1]]
-            red = [coded[2], coded[3]]
-            green = [coded[4], coded[5]]
-            blue = [coded[6], coded[7]]
+            // Unknown primaries are taken as sRGB.
+            guard coded.isPlausible else { return ColorDescription(warning: warning) }
+            chosen = coded
         }
+        let (white, red, green, blue) = ([chosen.white.x, chosen.white.y], [chosen.red.x, chosen.red.y],
+                                         [chosen.green.x, chosen.green.y], [chosen.blue.x, chosen.blue.y])
         var profile: UnsafeMutablePointer<UInt8>?
         var length = 0
         let status = CThumb_ICCProfileFromPrimaries(white, red, green, blue, gamma == nil ? CThumb_CurveSRGB : CThumb_CurveGamma,

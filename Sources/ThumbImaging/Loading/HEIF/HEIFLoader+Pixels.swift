@@ -12,6 +12,10 @@ extension HEIFLoader {
         var isWide: Bool
         /// The largest sample value: 255, 1023, 4095…
         var colorMaximum, alphaMaximum: UInt64
+        /// Gray samples in video range (16–235 at 8 bits), to stretch to full range: libheif
+        /// 1.15 hands a monochrome image over as its Y plane (its own conversion to RGB would copy
+        /// Y without the stretch, a washed-out gray; Pillow's libavif stretches).
+        var isLimitedRange = false
     }
 
     static func planes(of decoded: HEIFDecodedImage) throws(ImagingError) -> Planes {
@@ -23,8 +27,11 @@ extension HEIFLoader {
             return (base, Int(stride), Int(heif_image_get_width(image, channel)), Int(heif_image_get_height(image, channel)),
                     Int(heif_image_get_bits_per_pixel(image, channel)), Int(heif_image_get_bits_per_pixel_range(image, channel)))
         }
-        guard let red = plane(heif_channel_R), let green = plane(heif_channel_G), let blue = plane(heif_channel_B) else {
-            throw .undecodable(reason: "libheif returned no RGB planes")
+        let isGray = heif_image_get_colorspace(image) == heif_colorspace_monochrome
+        let color = isGray ? plane(heif_channel_Y).map { ($0, $0, $0) }
+            : plane(heif_channel_R).flatMap { red in plane(heif_channel_G).flatMap { green in plane(heif_channel_B).map { (red, green, $0) } } }
+        guard let (red, green, blue) = color else {
+            throw .undecodable(reason: "libheif returned no RGB or gray planes")
         }
         let alpha = plane(heif_channel_Alpha)
         let all = [red, green, blue] + (alpha.map { [$0] } ?? [])
@@ -37,10 +44,19 @@ extension HEIFLoader {
               red.range == green.range, red.range == blue.range else {
             throw .undecodable(reason: "libheif returned planes of unexpected sizes or depths")
         }
+        var isLimitedRange = false
+        if isGray {
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+            if heif_image_get_nclx_color_profile(image, &nclx).isOK, let nclx {
+                isLimitedRange = nclx.pointee.full_range_flag == 0
+                heif_nclx_color_profile_free(nclx)
+            }
+        }
         return Planes(red: red.base, green: green.base, blue: blue.base, alpha: alpha?.base,
                       redStride: red.stride, greenStride: green.stride, blueStride: blue.stride, alphaStride: alpha?.stride ?? 0,
                       width: red.width, height: red.height, isWide: storage == 16,
-                      colorMaximum: (1 << UInt64(red.range)) - 1, alphaMaximum: (1 << UInt64(alpha?.range ?? 8)) - 1)
+                      colorMaximum: (1 << UInt64(red.range)) - 1, alphaMaximum: (1 << UInt64(alpha?.range ?? 8)) - 1,
+                      isLimitedRange: isLimitedRange)
     }
 
     /// Interleaves planar RGB(A) into 8-bit RGB(A), straight alpha, averaging `reduction` ×
@@ -69,6 +85,18 @@ extension HEIFLoader {
         let hasAlpha = planes.alpha != nil
         let channels = hasAlpha ? 4 : 3
         let colorMaximum = planes.colorMaximum, alphaMaximum = planes.alphaMaximum
+        // A sample of `numerator / denominator` (source units) as a byte, rounded; video range
+        // (16–235 scaled to the depth) stretched to 0–255 and clipped.
+        let scale = Int64((colorMaximum + 1) / 256)
+        let isLimited = planes.isLimitedRange && scale > 0
+        func byte(_ numerator: UInt64, _ denominator: UInt64) -> UInt8 {
+            if isLimited {
+                let span = Int64(denominator) * 219 * scale
+                let value = (Int64(numerator) - Int64(denominator) * 16 * scale) * 255 + span / 2
+                return UInt8(min(255, max(0, value >= 0 ? value / span : 0)))
+            }
+            return UInt8(min(255, (numerator &* 255 &+ denominator &* colorMaximum / 2) / (denominator &* colorMaximum)))
+        }
         func row(_ base: UnsafePointer<UInt8>, _ stride: Int, _ y: Int) -> UnsafePointer<Sample> {
             UnsafeRawPointer(base + y * stride).assumingMemoryBound(to: Sample.self)
         }
@@ -113,14 +141,13 @@ extension HEIFLoader {
                         if hasAlpha {
                             let alphaSum = sum[3]
                             for channel in 0..<3 {
-                                out[at + channel] = alphaSum == 0 ? 0
-                                    : UInt8(min(255, (sum[channel] &* 255 &+ alphaSum &* colorMaximum / 2) / (alphaSum &* colorMaximum)))
+                                // Σ colour × alpha / Σ alpha, in alpha units: the straight colour.
+                                out[at + channel] = alphaSum == 0 ? 0 : byte(sum[channel], alphaSum)
                             }
                             out[at + 3] = UInt8(min(255, (alphaSum &* 255 &+ count &* alphaMaximum / 2) / (count &* alphaMaximum)))
                         } else {
-                            let divisor = count &* colorMaximum
                             for channel in 0..<3 {
-                                out[at + channel] = UInt8(min(255, (sum[channel] &* 255 &+ divisor / 2) / divisor))
+                                out[at + channel] = byte(sum[channel], count)
                             }
                         }
                         at += channels

@@ -46,8 +46,12 @@ final class HEIFLoader: FrameLoader {
     }
 
     func load(maxShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
+        try load(maxShrink: maxShrink, outputShrink: maxShrink, isCancelled: isCancelled)
+    }
+
+    func load(maxShrink: Double, outputShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
         if isCancelled?() == true { throw .cancelled }
-        let (image, chosen) = chooseImage(maxShrink: maxShrink)
+        let (image, chosen) = chooseImage(maxShrink: maxShrink, outputShrink: max(maxShrink, outputShrink))
         decodedImage = chosen
         let decoded = try decode(image)
         // A single libde265 or dav1d decode cannot be interrupted inside libheif 1.15: its
@@ -66,12 +70,22 @@ final class HEIFLoader: FrameLoader {
                            warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "))
     }
 
-    /// Decodes `image` as planar RGB at 4:4:4 (8 bits, or 16-bit samples for 10/12-bit files),
-    /// alpha as a fourth plane. A grid image is assembled by libheif as exactly that, so no
-    /// conversion copies it again; other images are converted from YCbCr (libheif applies the
-    /// nclx matrix coefficients and range) or monochrome. thumbd then interleaves to 8 bits.
+    /// Decodes `image` in libheif's own form, which 1.15 makes planar RGB at 4:4:4 (8 bits, or
+    /// 16-bit samples for 10/12-bit files; libheif applies the nclx matrix coefficients and range
+    /// of YCbCr), alpha as a fourth plane, or for a monochrome image its gray plane. A grid image
+    /// is assembled as exactly that, so no conversion copies it again. thumbd then interleaves.
     private func decode(_ image: HEIFImageHandle) throws(ImagingError) -> HEIFDecodedImage {
         var decoded: OpaquePointer?
+        try heif_decode_image(image.handle, &decoded, heif_colorspace_undefined, heif_chroma_undefined, nil).check()
+        if let native = decoded {
+            let colorspace = heif_image_get_colorspace(native), chroma = heif_image_get_chroma_format(native)
+            if colorspace == heif_colorspace_monochrome || (colorspace == heif_colorspace_RGB && chroma == heif_chroma_444) {
+                return HEIFDecodedImage(native)
+            }
+            // Anything else (YCbCr left as it is, by a later libheif): decoded again as RGB.
+            heif_image_release(native)
+            decoded = nil
+        }
         try heif_decode_image(image.handle, &decoded, heif_colorspace_RGB, heif_chroma_444, nil).check()
         guard let decoded else { throw .undecodable(reason: "libheif: the decoder returned no image") }
         return HEIFDecodedImage(decoded)
@@ -84,11 +98,13 @@ final class HEIFLoader: FrameLoader {
     /// before the copy. Checked against `maxDecoderMemoryBytes` before decoding.
     static func decoderMemoryBytes(width: Int, height: Int, codedWidth: Int, codedHeight: Int,
                                    hasAlpha: Bool, lumaBits: Int) -> Int {
-        let area = max(width.multipliedReportingOverflow(by: height).partialValue,
-                       codedWidth.multipliedReportingOverflow(by: codedHeight).partialValue)
+        func product(_ a: Int, _ b: Int) -> Int {
+            let (value, overflow) = a.multipliedReportingOverflow(by: b)
+            return overflow ? Int.max : value
+        }
+        let area = max(product(width, height), product(codedWidth, codedHeight))
         let sampleBytes = lumaBits > 8 ? 2 : 1
-        let product = area.multipliedReportingOverflow(by: (hasAlpha ? 4 : 3) * sampleBytes)
-        return product.overflow ? Int.max : product.partialValue
+        return product(area, (hasAlpha ? 4 : 3) * sampleBytes)
     }
 
     private static func checkDecoderMemory(_ image: HEIFImageHandle, limits: ImageLimits) throws(ImagingError) {
