@@ -20,10 +20,13 @@ public struct EncoderSettings: Sendable, Equatable, Hashable {
     /// libwebp quality, 1–100 (lossy), or effort (lossless).
     public var webpQuality: Int = 80
     public var webpMode: WebPMode = .auto
-    /// AVIF quality, 1–100 (libheif's scale, mapped by it to the AV1 quantizer).
-    public var avifQuality: Int = 60
-    /// aom's speed, 0 (slowest, smallest) to 9.
-    public var avifSpeed: Int = 6
+    /// AVIF quality, 1–100 (libheif's scale, mapped by it to the AV1 quantizer). 65: between
+    /// the measured 60 (SSIM at JPEG q85's for avatars, 0.003 under it for grid cells and
+    /// `large`) and 70 (above it everywhere, 70–89% of JPEG's bytes); Benchmarks/avif-quality.py.
+    public var avifQuality: Int = 65
+    /// aom's speed, 0 (slowest, smallest) to 9. 8: within 2% of speed 6's bytes at 0.002–0.003
+    /// less SSIM, 2.5–4× faster (7–44 ms a thumbnail against 27–120 ms on the large photos).
+    public var avifSpeed: Int = 8
 
     public init() {}
 }
