@@ -8,7 +8,7 @@ struct CLIErrorTests {
     static let maxRSS = 200 << 20
 
     @Test("ERROR files: exit 65, one stderr line naming the file, nothing written",
-          arguments: Manifest.with(status: "ERROR"))
+          arguments: Manifest.mustFail)
     func errorFile(_ entry: ManifestEntry) throws {
         let thumbd = try requireThumbd()
         let folder = try makeTemporaryFolder("err")

@@ -15,6 +15,7 @@ struct ManifestWalkTests {
         #expect(Manifest.entries.count > 600, "manifest has \(Manifest.entries.count) rows")
         #expect(Manifest.with(status: "OK").count > 500)
         #expect(Manifest.with(status: "ERROR").count > 50)
+        #expect(Manifest.otherFormatsByContent.map(\.file) == ["exif-py/heic_hdlr_box.jpg"])
         #expect(Manifest.with(status: "WARN").count > 20)
         #expect(Sample.config != nil, "sample config \(Paths.sampleConfig) does not load")
     }
@@ -71,7 +72,16 @@ struct ManifestWalkTests {
         }
     }
 
-    @Test("ERROR files fail with an ImagingError", arguments: Manifest.with(status: "ERROR"))
+    /// The manifest's ERROR rows that are another format by content render as that format.
+    @Test("a HEIC named .jpg renders by its content", arguments: Manifest.otherFormatsByContent)
+    func otherFormatByContent(_ entry: ManifestEntry) throws {
+        let source = try loadSource(entry.path)
+        #expect(source.format == .heif, "\(entry.file): \(String(describing: source.format))")
+        let thumbnail = try Thumbnailer().thumbnail(of: source, request: try Sample.request("large"))
+        #expect(thumbnail.width == 256 || thumbnail.height == 256, "\(thumbnail.width)x\(thumbnail.height)")
+    }
+
+    @Test("ERROR files fail with an ImagingError", arguments: Manifest.mustFail)
     func errorFileFails(_ entry: ManifestEntry) throws {
         let source = try loadSource(entry.path)
         for slot in Self.kinds {

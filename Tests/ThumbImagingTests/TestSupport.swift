@@ -56,6 +56,12 @@ struct ManifestEntry: Sendable, CustomTestStringConvertible {
         return Int(pillowInfo[range.upperBound...].prefix(while: \.isNumber)) ?? 1
     }
 
+    /// The bytes are a WebP, GIF, HEIF or AVIF, whatever the name says.
+    var isOtherFormatByContent: Bool {
+        guard let source = try? loadSource(path), let format = source.format else { return false }
+        return format != .jpeg && format != .png
+    }
+
     /// 12-bit and lossless JPEGs: valid files that an 8-bit libjpeg may or may not decode.
     var isHighPrecisionJPEG: Bool {
         decoderDetail.contains("precision 12") || decoderDetail.contains("SOF type 0xc3")
@@ -81,6 +87,12 @@ enum Manifest {
     }()
 
     static func with(status: String) -> [ManifestEntry] { entries.filter { $0.status == status } }
+
+    /// ERROR rows that thumbd must refuse: the manifest judges JPEG and PNG decoders, and a few
+    /// of its ERROR files are another format under a .jpg name (a HEIC saved as heic_hdlr_box.jpg),
+    /// which thumbd reads by content.
+    static var mustFail: [ManifestEntry] { with(status: "ERROR").filter { !$0.isOtherFormatByContent } }
+    static var otherFormatsByContent: [ManifestEntry] { with(status: "ERROR").filter(\.isOtherFormatByContent) }
 }
 
 /// The no-upscaling geometry rule, computed independently of `ThumbnailGeometry`.
