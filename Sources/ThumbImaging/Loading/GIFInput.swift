@@ -45,7 +45,7 @@ final class GIFInput {
 }
 
 /// giflib's words for its error codes, with what the input says about where the data ended.
-enum GIFError {
+enum GIFReason {
     static func message(_ code: Int32) -> String {
         if let text = GifErrorString(code) { return String(cString: text) }
         return "giflib error \(code)"
@@ -53,7 +53,7 @@ enum GIFError {
 
     /// `context: giflib's message` plus "the data ends at byte N" when a read ran past the end;
     /// giflib leaves its code at 0 for a few truncations (the LZW code size), said as such.
-    static func reason(_ context: String, code: Int32, input: GIFInput) -> String {
+    static func describe(_ context: String, code: Int32, input: GIFInput) -> String {
         let end = "the data ends at byte \(input.count)"
         if code == D_GIF_SUCCEEDED { return "GIF \(context): " + (input.ranShort ? end : "giflib gave no reason") }
         return "GIF \(context): \(message(code))" + (input.ranShort ? " (\(end))" : "")

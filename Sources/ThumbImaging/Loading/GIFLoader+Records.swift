@@ -18,7 +18,7 @@ extension GIFLoader {
         while true {
             var type = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(file, &type) == GIF_OK else {
-                throw .undecodable(reason: GIFError.reason("record \(records + 1) (before any image)", code: file.pointee.Error, input: input))
+                throw .undecodable(reason: GIFReason.describe("record \(records + 1) (before any image)", code: file.pointee.Error, input: input))
             }
             switch type {
             case IMAGE_DESC_RECORD_TYPE:
@@ -31,7 +31,7 @@ extension GIFLoader {
                 var label: Int32 = 0
                 var block: UnsafeMutablePointer<GifByteType>?
                 guard DGifGetExtension(file, &label, &block) == GIF_OK else {
-                    throw .undecodable(reason: GIFError.reason("extension \(records)", code: file.pointee.Error, input: input))
+                    throw .undecodable(reason: GIFReason.describe("extension \(records)", code: file.pointee.Error, input: input))
                 }
                 // Graphic Control Extension: [size 4] packed, delay (2 bytes), transparent index.
                 if label == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
@@ -43,7 +43,7 @@ extension GIFLoader {
                         throw .undecodable(reason: "GIF has more than \(maxSubBlocksBeforeImage) extension blocks before its first image")
                     }
                     guard DGifGetExtensionNext(file, &block) == GIF_OK else {
-                        throw .undecodable(reason: GIFError.reason("extension \(records)", code: file.pointee.Error, input: input))
+                        throw .undecodable(reason: GIFReason.describe("extension \(records)", code: file.pointee.Error, input: input))
                     }
                 }
             case TERMINATE_RECORD_TYPE:
@@ -83,7 +83,7 @@ extension GIFLoader {
             if let codeSize, codeSize > 8 {
                 throw .undecodable(reason: "GIF first frame: LZW minimum code size \(codeSize) is over 8")
             }
-            throw .undecodable(reason: GIFError.reason("first frame's descriptor", code: file.pointee.Error, input: input))
+            throw .undecodable(reason: GIFReason.describe("first frame's descriptor", code: file.pointee.Error, input: input))
         }
         let image = file.pointee.Image
         // giflib read the same 9 bytes.

@@ -48,7 +48,7 @@ final class GIFLoader: FrameLoader {
         let input = GIFInput(source)
         var code: Int32 = D_GIF_SUCCEEDED
         guard let file = DGifOpen(input.pointer, GIFInput.read, &code) else {
-            throw .undecodable(reason: GIFError.reason("header", code: code, input: input))
+            throw .undecodable(reason: GIFReason.describe("header", code: code, input: input))
         }
         let canvas: (width: Int, height: Int)
         let frame: FirstFrame
@@ -91,7 +91,7 @@ final class GIFLoader: FrameLoader {
 
     /// Why giflib's last call failed, with `context`.
     func failureReason(_ context: String) -> String {
-        GIFError.reason(context, code: file.pointee.Error, input: input)
+        GIFReason.describe(context, code: file.pointee.Error, input: input)
     }
 
     /// `limits.check` with the reason saying which size of the file broke which limit.
