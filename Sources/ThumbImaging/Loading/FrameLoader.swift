@@ -40,6 +40,12 @@ struct LoadedFrame {
     var iccProfile: [UInt8]?
     /// Data the decoder concealed (a truncated frame, say), one line; nil when clean.
     var warning: String?
+    /// Stored-frame pixels per pixel of `pixels`, along each axis, when the loader reduced by a
+    /// block factor whose last block is partial (`ceil(width / factor)` blocks): then
+    /// `storedWidth / pixels.width` is not the scale, and using it would misplace the crop by up
+    /// to a pixel of the frame (a visible shift in a small avatar). nil: the frame spans the
+    /// stored image exactly (a full decode, or libwebp's scaled decode).
+    var storedPixelsPerPixel: (x: Double, y: Double)? = nil
 }
 
 extension SourceFormat {

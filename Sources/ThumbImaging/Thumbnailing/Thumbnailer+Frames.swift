@@ -13,8 +13,8 @@ extension Thumbnailer {
         if isCancelled?() == true { throw .cancelled }
         let pixels = frame.pixels
         guard pixels.width > 0, pixels.height > 0 else { throw .undecodable(reason: "the decoder returned no pixels") }
-        let loadedX = Double(loader.storedWidth) / Double(pixels.width)
-        let loadedY = Double(loader.storedHeight) / Double(pixels.height)
+        let loadedX = frame.storedPixelsPerPixel?.x ?? Double(loader.storedWidth) / Double(pixels.width)
+        let loadedY = frame.storedPixelsPerPixel?.y ?? Double(loader.storedHeight) / Double(pixels.height)
         return outputs.map { output in
             let reductionLeft = output.geometry.reduction / max(loadedX, loadedY)
             let box = ShrinkPlan(reduction: reductionLeft, allowsDCT: false, tuning: tuning).boxFactor

@@ -66,8 +66,11 @@ final class HEIFLoader: FrameLoader {
                                          isCancelled: isCancelled)
         let color = Self.colorProfile(of: image)
         let warnings = [file.truncationWarning, decoded.firstWarning, color.warning].compactMap { $0 }
+        // Block i of the reduction covers image pixels [i × reduction, (i + 1) × reduction).
+        let scale = (x: Double(storedWidth) / Double(max(1, image.width)) * Double(max(1, reduction)),
+                     y: Double(storedHeight) / Double(max(1, image.height)) * Double(max(1, reduction)))
         return LoadedFrame(pixels: pixels, iccProfile: color.profile,
-                           warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "))
+                           warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "), storedPixelsPerPixel: scale)
     }
 
     /// Decodes `image` in libheif's own form, which 1.15 makes planar RGB at 4:4:4 (8 bits, or
