@@ -17,8 +17,10 @@ public struct EncoderSettings: Sendable, Equatable, Hashable {
     public var jpegProgressive: Bool = false
     /// zlib level, 0–9.
     public var pngCompressionLevel: Int = 6
-    /// libwebp quality, 1–100 (lossy), or effort (lossless).
-    public var webpQuality: Int = 80
+    /// libwebp's lossy quality, 1–100 (lossless uses a fixed effort, see `WebPEncoder`). 78: the
+    /// quality whose SSIM equals JPEG q85's on large-photos, averaged over the sample kinds
+    /// (per kind 66–83; Benchmarks/webp-quality.py), at 30–45% fewer bytes than JPEG q85.
+    public var webpQuality: Int = 78
     public var webpMode: WebPMode = .auto
     /// AVIF quality, 1–100 (libheif's scale, mapped by it to the AV1 quantizer). 65: between
     /// the measured 60 (SSIM at JPEG q85's for avatars, 0.003 under it for grid cells and
