@@ -37,6 +37,11 @@ static const char *const CThumb_SandboxAllowed[] = {
 /// (and a test can see it) instead of killing the render.
 static const char *const CThumb_SandboxRefused[] = {
     "open", "openat", "openat2", "creat", "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    // glibc's qsort (libwebp sorts Huffman trees for an alpha plane or a lossless WebP) asks
+    // sysconf(_SC_PHYS_PAGES), i.e. sysinfo(2), once a process; refused, glibc assumes memory
+    // enough and sorts in a malloc'ed buffer. Refused rather than allowed: the worker needs no
+    // fact of the host.
+    "sysinfo",
     NULL,
 };
 

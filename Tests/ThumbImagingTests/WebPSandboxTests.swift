@@ -38,20 +38,15 @@ struct WebPSandboxTests {
 
     /// Encoding an alpha plane (a masked kind) or any lossless WebP sorts Huffman trees with
     /// glibc's qsort, whose merge sort asks sysconf(_SC_PHYS_PAGES), i.e. sysinfo(2), once per
-    /// process when it sorts 1 KB or more. The allow-list kills the worker for it (SIGSYS,
-    /// syscall 99); with "sysinfo" in CThumb_SandboxRefused (EPERM: glibc then assumes memory
-    /// enough and sorts with malloc) every corpus WebP rendered here to WebP for large,
-    /// contact-avatar and product-row. sandbox.c belongs to another branch: this records the
-    /// defect until it lands, and fails (the known issue no longer occurs) once it has.
+    /// process when it sorts 1 KB or more. The allow-list killed the worker for it (SIGSYS,
+    /// syscall 99); "sysinfo" is now refused with EPERM (glibc then assumes memory enough and
+    /// sorts with malloc).
     @Test("a masked WebP thumbnail (alpha plane) encodes in a sandboxed worker")
     func alphaOutputInSandbox() throws {
         let (result, folder) = try Self.render(Paths.corpusFile("formats/webp", "pillow__flower.webp"),
                                                slots: ["contact-avatar@3x"], format: "webp")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        withKnownIssue("the seccomp allow-list kills libwebp's qsort (sysinfo(2)); needs sysinfo refused with EPERM") {
-            #expect(result.exitCode == 0, "\(result.summary)")
-            #expect(folderContents(folder) == ["pillow__flower.contact-avatar@3x.webp"])
-        }
-        #expect(result.exitCode == 0 || result.stderr.contains("SIGSYS"), "not the known failure: \(result.summary)")
+        #expect(result.exitCode == 0, "\(result.summary)")
+        #expect(folderContents(folder) == ["pillow__flower.contact-avatar@3x.webp"])
     }
 }
