@@ -19,6 +19,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case redisFields = "redis-fields"
     /// Source bytes through the Thumbnailer; the two differ in their seeds (and max length).
     case jpeg, png
+    /// WebP source bytes through the same Thumbnailer door (seeds: the corpus's WebP files).
+    case webp
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
     case workerAnswer = "worker-answer"
     /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
@@ -34,6 +36,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
         case .jpeg, .png: ImageDoors.thumbnails(of: bytes)
+        case .webp: ImageDoors.thumbnails(of: bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)
         }
