@@ -21,6 +21,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case jpeg, png, gif
     /// HEIF and AVIF source bytes through the Thumbnailer (libheif, libde265, dav1d).
     case heif
+    /// WebP source bytes through the same Thumbnailer door (seeds: the corpus's WebP files).
+    case webp
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
     case workerAnswer = "worker-answer"
     /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
@@ -35,7 +37,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .prefetchBody: HTTPDoors.prefetch(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
-        case .jpeg, .png, .gif, .heif: ImageDoors.thumbnails(of: bytes)
+        case .jpeg, .png, .gif, .heif, .webp: ImageDoors.thumbnails(of: bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)
         }

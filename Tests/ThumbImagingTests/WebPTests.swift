@@ -141,6 +141,42 @@ struct WebPTests {
                 "where frames 0 and 21 differ (\(changed.count) pixels): \(toFirst) from frame 0, \(toSecond) from frame 21")
     }
 
+    @Test("an animation whose first frame is smaller than the canvas shows it on a transparent canvas, as Pillow does")
+    func offsetFirstFrame() throws {
+        // A 33x17 lossless frame at (8, 10) of a 64x48 canvas, written here: Pillow's writer
+        // always makes the first frame cover the canvas.
+        var frame = PixelBuffer(width: 33, height: 17, channels: 4)
+        for pixel in 0..<(33 * 17) {
+            frame.bytes[pixel * 4] = UInt8(pixel % 33 * 7)
+            frame.bytes[pixel * 4 + 1] = UInt8(pixel / 33 * 15)
+            frame.bytes[pixel * 4 + 2] = 200
+            frame.bytes[pixel * 4 + 3] = pixel % 5 == 0 ? 128 : 255
+        }
+        var lossless = EncoderSettings()
+        lossless.webpMode = .lossless
+        let still = try WebPEncoder.encode(frame, settings: lossless, isCancelled: nil)
+        let vp8l = Array(still[12...])
+        func le24(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16)] }
+        let anmf = le24(8 / 2) + le24(10 / 2) + le24(33 - 1) + le24(17 - 1) + le24(100) + [0] + vp8l
+        let bytes = WebPFailureTests.riff(WebPFailureTests.chunk("VP8X", [0x12, 0, 0, 0] + le24(63) + le24(47))
+                                          + WebPFailureTests.chunk("ANIM", [0, 0, 0, 0, 0, 0]) + WebPFailureTests.chunk("ANMF", anmf))
+        let path = try Self.write(bytes)
+        let loader = try WebPLoader(source: SourceBytes(bytes), limits: ImageLimits())
+        #expect(loader.isAnimation && loader.frameRect == .init(x: 8, y: 10, width: 33, height: 17))
+        // No scaling for a frame that does not cover the canvas, whatever the plan allows.
+        #expect(loader.loadedSize(maxShrink: 4) == (64, 48))
+        let decoded = try loader.load(maxShrink: 4, isCancelled: nil).pixels
+        let pillow = [UInt8](try Python.run("""
+            import sys
+            from PIL import Image
+            sys.stdout.buffer.write(Image.open(sys.argv[1]).convert('RGBA').tobytes())
+            """, [path]))
+        #expect(decoded.width == 64 && decoded.height == 48 && decoded.channels == 4)
+        let differing = zip(decoded.bytes, pillow).filter { $0 != $1 }.count
+        #expect(pillow.count == decoded.bytes.count && differing == 0, "\(differing) bytes differ from Pillow's composited first frame")
+        #expect(decoded.bytes[3] == 0 && decoded.bytes[((10 * 64) + 8) * 4 + 3] == 128, "canvas corner and frame corner")
+    }
+
     @Test("transparent.webp keeps its transparency, and WebP output keeps it too")
     func transparency() throws {
         let path = Paths.corpusFile("formats/webp", "pillow__transparent.webp")

@@ -13,7 +13,11 @@ extension WebPLoader {
     func decode(width: Int, height: Int, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
         let channels = hasAlpha ? 4 : 3
         let canvasRowBytes = width * channels
-        let scaled = width != frameRect.width || height != frameRect.height
+        // Only a frame that covers the canvas is scaled (`loadedSize`): then frame and canvas are one.
+        let scaled = width != storedWidth || height != storedHeight
+        guard !scaled || frameRect == FrameRect(x: 0, y: 0, width: storedWidth, height: storedHeight) else {
+            throw .undecodable(reason: "an animation's first frame smaller than its canvas is not scaled")
+        }
         // An animation's canvas is transparent around its first frame; zero is transparent black.
         var pixels = [UInt8](repeating: 0, count: width * height * channels)
         let config = UnsafeMutablePointer<WebPDecoderConfig>.allocate(capacity: 1)
