@@ -38,7 +38,10 @@ import Glibc
             try? FileManager.default.removeItem(atPath: fixture.root + "/ready")
             let child = try CrashChildProcess(mode: "pipeline", target: fixture.root)
             try child.waitUntilReady(fixture.root + "/ready")
-            try await Task.sleep(for: .milliseconds(Int.random(in: 30...400)))
+            // A blocking sleep, not Task.sleep: on a test run whose two cooperative threads are
+            // held by blocking tests (CLI walks waiting on child processes), an awaited sleep
+            // resumed after the child's own 30 s lifetime had run out (CI, round 4: exit 75).
+            usleep(UInt32(Int.random(in: 30...400) * 1000))
             let (ending, wasRunning) = child.kill()
             #expect(wasRunning, "round \(round): the child \(ending) before it was killed: \(child.log)")
             #expect(ending == .signalled(SIGKILL), "round \(round): the child \(ending), not killed by SIGKILL: \(child.log)")
