@@ -93,7 +93,7 @@ extension GIFLoader {
     static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?, transparentIndex: Int?) -> [UInt8] {
         var entries = [UInt8](repeating: 0, count: 256 * 4)
         let colors = map?.pointee.Colors
-        let count = colors == nil ? 0 : min(max(Int(map!.pointee.ColorCount), 0), 256)
+        let count = map.map { min(max(Int($0.pointee.ColorCount), 0), 256) } ?? 0
         for index in 0..<256 {
             if let colors, index < count {
                 (entries[index * 4], entries[index * 4 + 1], entries[index * 4 + 2]) =

@@ -59,9 +59,10 @@ final class HEIFFile {
 
     private static func padded(_ source: SourceBytes) -> SourceBytes {
         let count = source.count + min(source.count, maxPaddingBytes)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        // At least one byte: an empty allocation may have no base address.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)
         buffer.initializeMemory(as: UInt8.self, repeating: 0)
-        buffer.baseAddress!.copyMemory(from: source.pointer, byteCount: source.count)
+        UnsafeMutableRawBufferPointer(rebasing: buffer[..<source.count]).copyMemory(from: UnsafeRawBufferPointer(start: source.pointer, count: source.count))
         return SourceBytes(adopting: buffer, count: count, fileStatus: nil)
     }
 
