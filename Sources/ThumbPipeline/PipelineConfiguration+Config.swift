@@ -14,6 +14,9 @@ extension PipelineConfiguration {
         diskCacheBytes = config.service.diskCacheBytes
         self.workers = workers ?? config.service.workers ?? max(1, System.processorCount)
         maxQueuedJobs = config.service.maxQueuedJobs
+        maxSlots = config.service.maxSlots
+        maxSlotTableBytes = config.service.maxSlotTableBytes
+        slotIdleSeconds = Double(config.service.slotIdleSeconds)
         limits = config.limits
         encoder = config.encoder
         outputFormats = config.outputFormats

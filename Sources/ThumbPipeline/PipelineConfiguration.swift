@@ -13,12 +13,13 @@ public struct PipelineConfiguration: Sendable {
     public var workers: Int = max(1, System.processorCount)
     /// Jobs waiting for a worker; past this a new job is refused `overloaded`.
     public var maxQueuedJobs: Int = 4096
-    /// Slots remembered at once; idle ones go first when full.
+    /// Slots remembered at once; past it the least recently used unpinned slot is trimmed (its
+    /// token kept until its idle time is up).
     public var maxSlots: Int = 100_000
     /// Bytes the slot table may hold (ids plus a per-entry overhead, see `SlotID.tableBytes`):
     /// 100,000 slots with ids of up to about 140 bytes, or fewer with longer ones.
     public var maxSlotTableBytes: Int = 32 << 20
-    /// A slot with no live request is forgotten after this long.
+    /// A slot with no live request is forgotten after this long, token and all.
     public var slotIdleSeconds: Double = 600
     public var limits = ImageLimits()
     public var encoder = EncoderSettings()

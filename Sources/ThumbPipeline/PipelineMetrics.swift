@@ -38,6 +38,11 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var liveSlots = 0
     /// Render worker processes started, and restarted by reason (empty when not sandboxed).
     public var workers: WorkerRestartCounters.Snapshot?
+    /// Slots forgotten after `slotIdleSeconds` idle, and trimmed at the slot table's bounds
+    /// before that (their tokens kept: `rememberedSlotTokens`, a gauge).
+    public var expiredSlots = 0
+    public var trimmedSlots = 0
+    public var rememberedSlotTokens = 0
 
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 

@@ -101,6 +101,9 @@ public final class ThumbnailPipeline: Sendable {
             metrics.queuedJobs = state.jobs.queuedJobsByPriority
             metrics.runningJobs = state.jobs.runningJobs
             metrics.liveSlots = state.slots.count
+            metrics.expiredSlots = state.slots.expiredSlots
+            metrics.trimmedSlots = state.slots.trimmedSlots
+            metrics.rememberedSlotTokens = state.slots.tokenMemory.count
             metrics.workers = workerCounters.snapshot()
             return metrics
         }

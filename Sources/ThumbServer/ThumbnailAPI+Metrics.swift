@@ -65,6 +65,10 @@ extension ThumbnailAPI {
         metric("thumbd_worker_restarts_total", "counter", "Render workers that ended and were replaced, by reason.",
                WorkerRestartReason.allCases.map { ("reason=\"\($0.rawValue)\"", Double(metrics.workers?.count($0) ?? 0)) })
         metric("thumbd_slots", "gauge", "Slots remembered.", [("", Double(metrics.liveSlots))])
+        metric("thumbd_slots_forgotten_total", "counter", "Slots forgotten: expired after slotIdleSeconds, or trimmed at maxSlots/maxSlotTableBytes.",
+               [("reason=\"expired\"", Double(metrics.expiredSlots)), ("reason=\"trimmed\"", Double(metrics.trimmedSlots))])
+        metric("thumbd_slot_tokens_remembered", "gauge", "Tokens of trimmed slots kept until their idle time is up.",
+               [("", Double(metrics.rememberedSlotTokens))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

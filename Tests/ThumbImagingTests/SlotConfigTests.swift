@@ -77,6 +77,14 @@ struct SlotConfigTests {
         #expect(builtIn.exitCode == 0 && builtIn.stdout.contains("256x256") && builtIn.stdout.contains("1024x1024"))
     }
 
+    @Test("the slot table's bounds and idle time are config keys of the server")
+    func slotKeys() throws {
+        let json = #"{"kinds": {}, "server": {"maxSlots": 5000, "maxSlotTableBytes": 1048576, "slotIdleSeconds": 30}}"#
+        let config = try ThumbConfig.parse(Data(json.utf8), file: "test.json", relativeTo: "/tmp")
+        #expect(config.service.maxSlots == 5000 && config.service.maxSlotTableBytes == 1 << 20 && config.service.slotIdleSeconds == 30)
+        #expect(ThumbConfig.builtIn.service.maxSlots == 100_000 && ThumbConfig.builtIn.service.slotIdleSeconds == 600)
+    }
+
     @Test("config errors name the key", arguments: [
         (#"{"kinds": {"avatar": {"width": 0, "height": 48}}}"#, "kinds.avatar.width"),
         (#"{"kinds": {"avatar": {"width": "wide", "height": 48}}}"#, "kinds.avatar.width"),
@@ -88,6 +96,9 @@ struct SlotConfigTests {
         (#"{"kinds": {"g": {"grid": {"columns": 2}, "height": 10}}}"#, "kinds.g.grid.containerWidth"),
         (#"{"kinds": {}, "encoding": {"jpegQuality": 101}}"#, "encoding.jpegQuality"),
         (#"{"kinds": {}, "limits": {"maxPixels": 1.5}}"#, "limits.maxPixels"),
+        (#"{"kinds": {}, "server": {"maxSlots": 0}}"#, "server.maxSlots"),
+        (#"{"kinds": {}, "server": {"slotIdleSeconds": 1e9}}"#, "server.slotIdleSeconds"),
+        (#"{"kinds": {}, "server": {"maxSlotTableBytes": 100}}"#, "server.maxSlotTableBytes"),
     ])
     func configError(_ json: String, _ key: String) {
         do {

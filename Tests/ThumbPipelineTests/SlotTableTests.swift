@@ -86,29 +86,77 @@ import ThumbImaging
         #expect(slots.release(cell("unknown")) == (false, nil))
     }
 
-    @Test func roomByCountForgetsTheLeastRecentlyUsedIdleSlots() throws {
+    @Test("at the count bound the least recently used slot is trimmed, one per new slot, and its token kept")
+    func roomByCountTrimsTheLeastRecentlyUsedSlotAndKeepsItsToken() throws {
         let slots = table(maxSlots: 10)
-        for index in 0..<10 { _ = claimed(slots, cell("s\(index)"), seconds: index) }
+        for index in 0..<10 { _ = claimed(slots, cell("s\(index)"), token: 40 + UInt64(index), seconds: index) }
         #expect(slots.count == 10)
         #expect(claimed(slots, cell("new"), seconds: 20) != nil)
-        // Down to 90% of the bound before the new one: the two oldest went.
-        #expect(slots.count == 9)
-        #expect(slots[cell("s0")] == nil && slots[cell("s1")] == nil)
-        #expect((2..<10).allSatisfy { slots[cell("s\($0)")] != nil } && slots[cell("new")] != nil)
+        // Exactly one place was made: the oldest went, the others stay.
+        #expect(slots.count == 10 && slots[cell("s0")] == nil)
+        #expect((1..<10).allSatisfy { slots[cell("s\($0)")] != nil } && slots[cell("new")] != nil)
+        // The trimmed slot comes back: its rule did not lapse, so its old requests are still late.
+        #expect(slots.claim(cell("s0"), askedToken: 0, now: Self.at(seconds: 21)) == .late(currentToken: 40))
+        #expect(slots.claim(cell("s0"), askedToken: 39, now: Self.at(seconds: 21)) == .late(currentToken: 40))
+        #expect(claimed(slots, cell("s0"), seconds: 22)?.token == 41, "the next issued token follows the kept one")
+        #expect(slots.table.trimmedSlots == 2 && slots.table.tokenMemory.count == 1)
     }
 
-    @Test func idleSlotsGoFirstAndOnlyWhenThereIsNoRoom() throws {
-        let slots = table(maxSlots: 10, idleSeconds: 60)
+    @Test("slots idle past idleSeconds are forgotten by time, before any bound is reached")
+    func idleSlotsExpireByTime() throws {
+        let slots = table(maxSlots: 1_000, idleSeconds: 60)
         for index in 0..<5 { _ = claimed(slots, cell("old\(index)"), seconds: 0) }
         for index in 0..<4 { _ = claimed(slots, cell("recent\(index)"), seconds: 100) }
-        // Room left: nothing is forgotten, however idle.
+        // Far from the bound, yet the next claim expires the slots idle past 60 s.
         #expect(claimed(slots, cell("ninth"), seconds: 110) != nil)
-        #expect(slots.count == 10)
-        // Full: every slot idle past 60 s goes, the recent ones all stay.
-        #expect(claimed(slots, cell("tenth"), seconds: 120) != nil)
-        #expect(slots.count == 6)
+        #expect(slots.count == 5)
         #expect((0..<5).allSatisfy { slots[cell("old\($0)")] == nil })
         #expect((0..<4).allSatisfy { slots[cell("recent\($0)")] != nil })
+        #expect(slots.table.expiredSlots == 5 && slots.table.trimmedSlots == 0)
+        // An expired slot's rule has lapsed with it: it starts afresh.
+        #expect(claimed(slots, cell("old0"), token: 0, seconds: 111)?.token == 0)
+        // A slot used again is not idle: it stays past 60 s from its first use.
+        #expect(claimed(slots, cell("recent0"), seconds: 150) != nil)
+        #expect(claimed(slots, cell("later"), seconds: 165) != nil)
+        #expect(slots[cell("recent0")] != nil && slots[cell("recent1")] == nil)
+    }
+
+    @Test("no claim does more than a bounded amount of trimming or expiry, however large the table")
+    func claimsDoBoundedWork() throws {
+        let size = 100_000
+        let slots = table(maxSlots: size, maxTableBytes: 1 << 30, idleSeconds: 600)
+        for index in 0..<size { _ = claimed(slots, cell("s\(index)"), seconds: 0) }
+        var worst = 0
+        // Full: every new slot trims one; the old code forgot 10% of the table (sorted) at once.
+        for index in 0..<1_000 {
+            #expect(claimed(slots, cell("n\(index)"), seconds: 1) != nil)
+            worst = max(worst, slots.table.visitedByLastClaim)
+        }
+        #expect(worst <= 1 + SlotTable.expiriesPerClaim, "a claim visited \(worst) records")
+        #expect(slots.count == size)
+        // Everything idle at once: each claim expires at most its share, the table drains over claims.
+        for index in 0..<200 {
+            _ = claimed(slots, cell("late\(index)"), seconds: 10_000)
+            worst = max(worst, slots.table.visitedByLastClaim)
+        }
+        #expect(worst <= 1 + SlotTable.expiriesPerClaim)
+        #expect(slots.count == size - 200 * SlotTable.expiriesPerClaim + 200)
+    }
+
+    @Test("a table full of tokens that may not lapse yet refuses a new slot instead of forgetting one")
+    func tokenMemoryFullRefusesNewSlots() throws {
+        let slots = table(maxSlots: 2, idleSeconds: 600)
+        _ = claimed(slots, cell("a"), token: 5, seconds: 0)
+        _ = claimed(slots, cell("b"), token: 6, seconds: 1)
+        // Two trims fill the memory (capacity = maxSlots)…
+        #expect(claimed(slots, cell("c"), token: 1, seconds: 2) != nil)
+        #expect(claimed(slots, cell("d"), token: 1, seconds: 3) != nil)
+        #expect(slots.table.tokenMemory.count == 2)
+        // …so a fifth slot would need a third remembered token: refused, nothing forgotten.
+        #expect(slots.claim(cell("e"), askedToken: 1, now: Self.at(seconds: 4)) == .full)
+        #expect(slots[cell("c")] != nil && slots[cell("d")] != nil)
+        // Once the oldest tokens' idle time is up, they lapse and there is room again.
+        #expect(claimed(slots, cell("e"), token: 1, seconds: 700) != nil)
     }
 
     @Test func slotsInUseAreNeverForgotten() throws {
@@ -141,12 +189,12 @@ import ThumbImaging
         let slots = table(maxSlots: 1_000, maxTableBytes: perSlot * 10)
         for index in 0..<10 { _ = claimed(slots, cell(longName + String(format: "%02d", index)), seconds: index) }
         #expect(slots.count == 10 && slots.tableBytes == perSlot * 10)
-        // Full in bytes, not in count: the least recently used go, down to 90% of the bytes.
+        // Full in bytes, not in count: the least recently used goes to make room.
         #expect(claimed(slots, cell("short"), seconds: 20) != nil)
         #expect(slots.tableBytes <= perSlot * 10)
         #expect(slots.tableBytes == slots.records.keys.reduce(0) { $0 + $1.tableBytes })
         #expect(slots[cell(longName + "00")] == nil, "the least recently used went")
-        #expect(slots[cell(longName + "09")] != nil)
+        #expect(slots[cell(longName + "01")] != nil && slots[cell(longName + "09")] != nil)
     }
 }
 

@@ -7,6 +7,11 @@ public struct ServiceSettings: Sendable, Equatable {
     /// Render threads; nil: one per core.
     public var workers: Int?
     public var maxQueuedJobs = 4096
+    /// Slots (reused cells) remembered at once, and the bytes their ids may take.
+    public var maxSlots = 100_000
+    public var maxSlotTableBytes = 32 << 20
+    /// A slot idle this long is forgotten, token and all, seconds.
+    public var slotIdleSeconds = 600
     /// Unix socket path; nil: `$RUNTIME_DIRECTORY/thumbd.sock` or `./thumbd.sock`.
     public var socketPath: String?
     /// Permission bits of the socket file.
@@ -51,7 +56,7 @@ extension ThumbConfig {
         if let spool = try root.string("spool") { config.service.spool = absolute(spool) }
         if let server = try root.fields("server") {
             try server.allowOnly(["socket", "socketMode", "socketGroup", "listen", "maxConnections", "httpThreads",
-                                  "maxQueuedJobs", "maxWaitMilliseconds"])
+                                  "maxQueuedJobs", "maxWaitMilliseconds", "maxSlots", "maxSlotTableBytes", "slotIdleSeconds"])
             if let socket = try server.string("socket") { config.service.socketPath = absolute(socket) }
             if let mode = try server.string("socketMode") {
                 guard let bits = Int(mode, radix: 8), (0...0o777).contains(bits) else {
@@ -70,6 +75,9 @@ extension ThumbConfig {
             if let value = try server.integer("httpThreads", in: 1...64) { config.service.httpThreads = value }
             if let value = try server.integer("maxQueuedJobs", in: 1...1_000_000) { config.service.maxQueuedJobs = value }
             if let value = try server.integer("maxWaitMilliseconds", in: 0...600_000) { config.service.maxWaitMilliseconds = value }
+            if let value = try server.integer("maxSlots", in: 1...10_000_000) { config.service.maxSlots = value }
+            if let value = try server.integer("maxSlotTableBytes", in: (64 << 10)...(16 << 30)) { config.service.maxSlotTableBytes = value }
+            if let value = try server.integer("slotIdleSeconds", in: 1...604_800) { config.service.slotIdleSeconds = value }
         }
     }
 }
