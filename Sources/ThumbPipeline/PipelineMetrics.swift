@@ -38,6 +38,10 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var liveSlots = 0
     /// Render worker processes started, and restarted by reason (empty when not sandboxed).
     public var workers: WorkerRestartCounters.Snapshot?
+    /// The pre-render backlog (rows waiting, in flight, drained…).
+    public var backlog = BacklogMetrics()
+    /// The background reconciles of start-up.
+    public var startup = StartupProgress()
 
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
