@@ -136,6 +136,7 @@ public final class Daemon {
         let tick = Self.tick(watchdog)
         var lastStatus = Date()
         var lastText = ""
+        var wasReady = false
         while true {
             switch events.next(timeoutSeconds: tick) {
             case .signal(SIGTERM), .signal(SIGINT):
@@ -149,13 +150,14 @@ public final class Daemon {
             }
             let text = services.status() // takes the pipeline lock: proves it is not wedged
             if watchdog != nil { notifier.notify("WATCHDOG=1") }
-            // While reconciling, every change; after, every 10 s at most.
-            let reconciling = !services.pipeline.startupProgress.isReady
-            if text != lastText && (reconciling || Date().timeIntervalSince(lastStatus) > 10) {
+            // While reconciling (and when it ends), every change; after, every 10 s at most.
+            let ready = services.pipeline.startupProgress.isReady
+            if text != lastText && (!ready || ready != wasReady || Date().timeIntervalSince(lastStatus) > 10) {
                 lastStatus = Date()
                 lastText = text
                 notifier.notify("STATUS=\(text)")
             }
+            wasReady = ready
         }
     }
 

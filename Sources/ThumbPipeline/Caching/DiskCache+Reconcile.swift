@@ -23,6 +23,8 @@ extension DiskCache {
         /// Index rows checked, of about `rowsAtStart` (the count when it started).
         public var rowsChecked = 0
         public var rowsAtStart = 0
+        /// The most rows read in one hold of the lock (at most `reconcileBatchRows`).
+        public var largestRowBatch = 0
         public static let shardCount = 256
     }
 
@@ -97,6 +99,7 @@ extension DiskCache {
                     more = batch.count >= Self.reconcileBatchRows
                     after = batch.last?.digest ?? after
                     report.rowsChecked += batch.count
+                    report.largestRowBatch = max(report.largestRowBatch, batch.count)
                     try checkRows(batch, shard: shard, &listing, &dropped, &state)
                 } catch {
                     failed = true
