@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
@@ -16,4 +17,8 @@ int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t res
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+int CThumb_releaseFreedHeap(void) {
+    return malloc_trim(0);
 }

@@ -44,6 +44,11 @@ public struct PipelineConfiguration: Sendable {
     public var worker: WorkerLaunch?
     /// Longest one render may take, seconds; past it the worker is killed and the file remembered.
     public var renderSeconds: Double = 60
+    /// Assets the pre-render backlog (in the cache index) may hold; past it new ones are refused,
+    /// logged and counted (they are rendered when asked for, and the next reconcile queues them).
+    public var maxBacklogAssets: Int = 4_000_000
+    /// Holds the background reconcile until released (tests; nil: it starts at once).
+    public var reconcileGate: ReconcileGate?
 
     public init(assetRoot: String, cacheDirectory: String) {
         self.assetRoot = assetRoot

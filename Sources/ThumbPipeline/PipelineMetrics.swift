@@ -43,6 +43,10 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var expiredSlots = 0
     public var trimmedSlots = 0
     public var rememberedSlotTokens = 0
+    /// The pre-render backlog (rows waiting, in flight, drained…).
+    public var backlog = BacklogMetrics()
+    /// The background reconciles of start-up.
+    public var startup = StartupProgress()
 
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 

@@ -1,16 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
 import ThumbSystem
 
 extension ThumbnailPipeline {
-    /// Reconciles the cache with the asset folder, then follows the folder: new and changed
-    /// assets are pre-rendered (at batch priority, for the `pregenerated` kinds), changed and
-    /// deleted ones lose their thumbnails at once. Stop the returned watcher before `shutdown`.
+    /// Follows the asset folder and reconciles the index with it in the background (after the
+    /// cache's own reconcile): new and changed assets are queued for pre-rendering (the backlog,
+    /// drained at batch priority, for the `pregenerated` kinds), changed and deleted ones lose
+    /// their thumbnails at once. Stop the returned watcher before `shutdown`.
     public func startWatching() throws(SystemError) -> FolderWatcher {
         let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds) {
             [weak self] event in self?.handle(event)
         }
         try watcher.start()
-        reconcile()
+        reconcileInBackground()
         return watcher
     }
 
@@ -27,25 +31,126 @@ extension ThumbnailPipeline {
         case .removedFolder(let folder):
             for path in disk.assetPaths() where path.hasPrefix(folder + "/") { invalidate(assetPath: path) }
         case .rescan:
-            reconcile()
+            reconcileInBackground()
         }
     }
 
-    /// Drops the thumbnails of assets that are gone and queues the missing pre-renders.
+    /// Drops the thumbnails of assets that are gone and queues the missing pre-renders, on this
+    /// thread (`reconcileInBackground` is the usual way).
     public func reconcile() {
-        let scan = AssetScanner.scanReportingFailures(assets)
-        let present = Set(scan.versions.map(\.path))
-        for path in disk.assetPaths() where !present.contains(path) && !scan.isUncertain(path) {
-            invalidate(assetPath: path)
-        }
-        for version in scan.versions { pregenerate(version.path) }
+        reconcileAssets(shouldStop: { false }, progress: { _ in })
     }
 
-    func pregenerate(_ path: String) {
-        for (kind, scale) in configuration.pregenerated {
-            for format in configuration.pregeneratedFormats(for: kind) {
-                prerender(assetPath: path, kind: kind, scale: scale, format: format)
+    /// Walks the asset folder and the index's asset paths side by side, both in byte order (see
+    /// `AssetScanner.walkSorted`), holding one folder's listing and one batch of paths: a path
+    /// the index has and the folder not is gone (unless it lies in a folder that could not be
+    /// read, or has appeared since its folder was listed); an asset whose pre-renders are not all
+    /// cached, and that has no failure recorded, goes to the backlog. False when stopped.
+    @discardableResult
+    func reconcileAssets(shouldStop: () -> Bool, progress: (Int) -> Void) -> Bool {
+        var unreadable: Set<String> = []
+        var rootUnreadable = false
+        var indexed = IndexedAssetStream(disk: disk)
+        var queued: [String] = []
+        var checked = 0
+        func isUncertain(_ path: String) -> Bool {
+            if rootUnreadable || unreadable.contains(path) { return true }
+            var prefix = Substring(path)
+            while let slash = prefix.lastIndex(of: "/") {
+                prefix = prefix[..<slash]
+                if unreadable.contains(String(prefix)) { return true }
+            }
+            return false
+        }
+        func gone(_ path: String) {
+            if !isUncertain(path) && !isAssetNow(path) { invalidate(assetPath: path) }
+        }
+        let completed = AssetScanner.walkSorted(assets) { failure in
+            if failure.path.isEmpty { rootUnreadable = true } else { unreadable.insert(failure.path) }
+        } visit: { version in
+            while let head = indexed.peek(), DiskCache.precedes(head, version.path) {
+                gone(head)
+                indexed.advance()
+            }
+            if indexed.peek() == version.path { indexed.advance() }
+            if needsPrerender(version) {
+                queued.append(version.path)
+                if queued.count >= Self.reconcileBacklogBatch {
+                    enqueuePrerenders(queued)
+                    queued.removeAll(keepingCapacity: true)
+                }
+            }
+            checked += 1
+            if checked % 1024 == 0 { progress(checked) }
+            return !shouldStop()
+        }
+        if completed {
+            while let head = indexed.peek() {
+                if shouldStop() { break }
+                gone(head)
+                indexed.advance()
             }
         }
+        enqueuePrerenders(queued)
+        progress(checked)
+        return completed && !shouldStop()
+    }
+
+    /// Assets queued for pre-rendering per transaction by the reconcile.
+    static let reconcileBacklogBatch = 256
+
+    /// Whether a path the walk did not list is an asset after all: written since its folder
+    /// was listed (a regular file of an image's name, nothing hidden on its way).
+    func isAssetNow(_ path: String) -> Bool {
+        let components = path.split(separator: "/")
+        guard let name = components.last, AssetNames.isImageName(name), !components.contains(where: AssetNames.isHidden) else { return false }
+        var status = stat()
+        let absolute = AssetNames.absolute(path, in: assets)
+        return (try? systemCall("lstat \(path)", { lstat(absolute, &status) })) != nil && (status.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Whether some pre-render of this version is missing (and it is not known to fail).
+    func needsPrerender(_ version: AssetVersion) -> Bool {
+        guard !configuration.pregenerated.isEmpty, disk.failure(for: version) == nil else { return false }
+        for (kind, scale) in configuration.pregenerated {
+            for format in configuration.pregeneratedFormats(for: kind) {
+                let key = CacheKey(asset: version, kind: kind, scale: scale, encoder: configuration.encoder(for: kind, format: format))
+                if !disk.contains(key) { return true }
+            }
+        }
+        return false
+    }
+
+    /// A new or changed asset: its pre-renders wait in the backlog.
+    func pregenerate(_ path: String) {
+        enqueuePrerenders([path])
+    }
+}
+
+/// The index's asset paths in byte order, read a batch at a time.
+struct IndexedAssetStream {
+    let disk: DiskCache
+    private var batch: [String] = []
+    private var position = 0
+    private var exhausted = false
+
+    init(disk: DiskCache) {
+        self.disk = disk
+    }
+
+    static let batchSize = 512
+
+    mutating func peek() -> String? {
+        if position == batch.count && !exhausted {
+            let after = batch.last ?? ""
+            batch = disk.indexedAssetPaths(after: after, limit: Self.batchSize)
+            position = 0
+            exhausted = batch.count < Self.batchSize
+        }
+        return position < batch.count ? batch[position] : nil
+    }
+
+    mutating func advance() {
+        position += 1
     }
 }

@@ -62,6 +62,8 @@ extension ThumbnailPipeline {
         locked { state, answers in
             state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers)
         }
+        // The queue has room again: the backlog may send more.
+        kickBacklog()
     }
 
     static func threadCPUSeconds() -> Double {

@@ -28,6 +28,10 @@ public final class ThumbnailPipeline: Sendable {
     let checkpointHook: (@Sendable () -> Void)?
     /// Called when a worker has opened a source, before it reads it (tests change the file there).
     let sourceOpenedHook: (@Sendable (AssetVersion) -> Void)?
+    /// The background reconciles of start-up (and of rescans).
+    let startup: PipelineStartup
+    /// The pre-render backlog's drain.
+    let backlog = BacklogDrain()
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -40,13 +44,17 @@ public final class ThumbnailPipeline: Sendable {
         self.checkpointHook = checkpointHook
         self.sourceOpenedHook = sourceOpenedHook
         self.configuration = configuration
+        startup = PipelineStartup(gate: configuration.reconcileGate)
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
         // The cache first: its real path (created if need be) is what the asset root excludes.
-        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log)
+        // Its files are reconciled with the index in the background: hits are served meanwhile.
+        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log,
+                             reconcilesFiles: false)
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
         state = Mutex(PipelineState(configuration: configuration))
         if startsWorkers { startWorkers() }
+        reconcileCacheInBackground()
     }
 
     /// Submits a request; `completion` is called exactly once, on some thread (before `submit`
@@ -96,7 +104,7 @@ public final class ThumbnailPipeline: Sendable {
     }
 
     public var metrics: PipelineMetrics {
-        state.withLock { state in
+        var metrics = state.withLock { state in
             var metrics = state.metrics
             metrics.queuedJobs = state.jobs.queuedJobsByPriority
             metrics.runningJobs = state.jobs.runningJobs
@@ -107,21 +115,29 @@ public final class ThumbnailPipeline: Sendable {
             metrics.workers = workerCounters.snapshot()
             return metrics
         }
+        metrics.backlog = backlogMetrics
+        metrics.startup = startupProgress
+        return metrics
     }
 
     public var cacheStatistics: (memory: (bytes: Int, entries: Int), disk: (bytes: Int, entries: Int)) {
         (memory.statistics, disk.statistics)
     }
 
-    /// Stops taking work: queued and new requests are answered `shuttingDown`, running renders
-    /// finish (or stop at their next checkpoint when nobody waits), workers exit, the index closes.
+    /// Stops taking work: the background reconciles stop, queued and new requests are answered
+    /// `shuttingDown`, running renders finish (or stop at their next checkpoint when nobody
+    /// waits), workers exit, the index closes.
     /// Not from a completion: it waits for the workers, whose thread that may be.
     public func shutdown() {
+        // The background reconciles stop at their next batch; the backlog takes no more rows
+        // (queued pre-renders are answered below and their rows stay for the next start).
+        stopReconciling()
         let workers = locked { state, answers -> Int in
             state.shutDown(into: &answers) ? max(1, configuration.workers) : 0
         }
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()
+        stopBacklog()
         disk.close()
     }
 }

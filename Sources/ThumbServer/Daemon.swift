@@ -22,7 +22,7 @@ public final class Daemon {
     }
 
     /// sysexits-style outcomes of `run`.
-    public enum Exit: Int32 {
+    public enum Exit: Int32, Sendable {
         /// `inUse` (EX_TEMPFAIL): another process has the cache folder open or answers on the
         /// socket (or has the TCP address): this one refuses to share, and touches neither.
         case ok = 0, unavailable = 69, software = 70, osError = 71, cannotCreate = 73, inUse = 75, config = 78
@@ -38,11 +38,18 @@ public final class Daemon {
     }
 
     /// Blocks until the daemon stops; returns the exit status.
+    ///
+    /// The main thread runs the main loop from the start: signals are taken at any moment,
+    /// while start-up (`Daemon+Startup.swift`) opens the index and listens on a queue of its own.
+    /// Hits are served as soon as the index is open; the cache and asset reconciles run in the
+    /// background (`GET /readyz` says when they are done). READY=1 goes to systemd when the
+    /// socket serves (see the README: dependants may start then), STATUS says what is pending.
     public func run() -> Exit {
-        // Before any thread exists: these signals are taken by the main loop only.
+        let hold = StartupHold(environment: environment)
+        // Before any thread exists: these signals are taken by the one signal-waiting thread.
         var signals = sigset_t()
         sigemptyset(&signals)
-        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        for signal in [SIGTERM, SIGINT, SIGHUP] + (hold == nil ? [] : [SIGUSR2]) { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         Glibc.signal(SIGPIPE, SIG_IGN)
 
@@ -62,96 +69,101 @@ public final class Daemon {
         var configuration = PipelineConfiguration(config, assetRoot: assets, cacheDirectory: cacheDirectory, workers: options.workers)
         configuration.pregenerated = Self.pregenerated(config.catalog)
         configuration.log = PipelineLog { level, message in Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message) }
+        if hold?.point == .reconcile { configuration.reconcileGate = hold?.gate }
 
-        notifier.notify("STATUS=opening the cache index")
-        let pipeline: ThumbnailPipeline
-        do {
-            pipeline = try ThumbnailPipeline(configuration: configuration)
-        } catch let error as CacheError where error.kind == .inUse {
-            Log.error("\(error.reason): refusing to start a second daemon on it (one process per cache folder)")
-            return .inUse
-        } catch {
-            Log.error("cannot start the pipeline (assets \(assets), cache \(cacheDirectory)): \(error)")
-            return .cannotCreate
+        let events = DaemonEvents()
+        events.takeSignals(signals)
+        let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events)
+        startup.begin()
+        guard let services = waitUntilServing(events, startup: startup, hold: hold) else {
+            return startup.exitStatus
         }
-        let listeners: [Listener]
-        do {
-            listeners = try openListeners(config)
-        } catch {
-            Log.error("cannot listen: \(error)")
-            pipeline.shutdown()
-            return error.errno == EADDRINUSE ? .inUse : .osError
-        }
-        let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds)
-        let server: HTTPServer
-        do {
-            server = try HTTPServer(listeners: listeners, threadsPerListener: config.service.httpThreads,
-                                    maxConnections: config.service.maxConnections) { request, respond in
-                api.handle(request, respond: respond)
-            }
-        } catch {
-            Log.error("cannot start HTTP: \(error)")
-            pipeline.shutdown()
-            return .osError
-        }
-        let watcher: FolderWatcher?
-        do {
-            watcher = try pipeline.startWatching()
-        } catch {
-            Log.warning("folder watcher not running (\(error)); thumbnails are still rendered on request")
-            watcher = nil
-        }
-        let spool = config.service.spool.map { SpoolWorker(root: $0, pipeline: pipeline, catalog: config.catalog) }
-        spool?.start()
-        let where_ = listeners.map(\.description).joined(separator: ", ")
-        Log.notice("thumbd serving \(assets) on \(where_); cache \(cacheDirectory); \(configuration.workers) workers")
-        notifier.notify("READY=1\nSTATUS=serving on \(where_)")
+        notifier.notify("READY=1\nSTATUS=\(services.status())")
 
-        mainLoop(signals: &signals, api: api, pipeline: pipeline)
+        mainLoop(events, services: services, hold: hold)
 
         notifier.notify("STOPPING=1\nSTATUS=stopping")
         Log.notice("stopping: new and queued requests answered 503, running renders finish")
-        api.beginShutdown()
-        server.quiesce()
-        spool?.stop()
-        watcher?.stop()
-        pipeline.shutdown()
-        // Every request already received has its answer now: let it reach the client.
-        server.drain(seconds: 10)
-        server.stop()
-        for listener in listeners {
-            if let path = listener.unixPath { _ = try? systemCall("unlink \(path)") { unlink(path) } }
-        }
+        services.stop()
         Log.notice("stopped")
         return .ok
     }
 
-    /// Waits for signals; pings the watchdog from this very loop, so a wedged loop (or a
-    /// pipeline lock that cannot be taken) gets the service restarted.
-    func mainLoop(signals: inout sigset_t, api: ThumbnailAPI, pipeline: ThumbnailPipeline) {
+    /// The main loop while start-up runs: a stop request is passed to it (it undoes what it
+    /// did and reports), SIGUSR2 opens a test hold. Nil when start-up ended without serving.
+    func waitUntilServing(_ events: DaemonEvents, startup: DaemonStartup, hold: StartupHold?) -> DaemonServices? {
         let watchdog = SystemdNotifier.watchdogInterval(environment: environment)
-        // Half the watchdog interval, kept within 1 ms…1 s: a tiny WATCHDOG_USEC must not spin the loop.
-        let tick = max(0.001, min(1.0, (watchdog ?? 2) / 2))
-        var lastStatus = Date.distantPast
+        let tick = Self.tick(watchdog)
         while true {
-            var timeout = timespec(tv_sec: Int(tick), tv_nsec: Int((tick - tick.rounded(.down)) * 1e9))
-            let signal = sigtimedwait(&signals, nil, &timeout)
-            switch signal {
-            case SIGTERM, SIGINT:
+            switch events.next(timeoutSeconds: tick) {
+            case .signal(SIGTERM), .signal(SIGINT):
+                if !startup.isStopping {
+                    Log.notice("stop requested during start-up")
+                    notifier.notify("STOPPING=1\nSTATUS=stopping during start-up")
+                }
+                startup.requestStop()
+            case .signal(SIGUSR2):
+                hold?.gate.release()
+            case .serving(let services):
+                // Asked to stop meanwhile: serving ends before it began (nothing was answered
+                // yet that must be drained beyond what `stop` does).
+                if startup.isStopping {
+                    services.stop()
+                    Log.notice("stopped")
+                    startup.exitStatus = .ok
+                    return nil
+                }
+                return services
+            case .failed(let status):
+                startup.exitStatus = status
+                return nil
+            case .stoppedEarly:
+                Log.notice("stopped")
+                startup.exitStatus = .ok
+                return nil
+            case .signal, nil:
+                break
+            }
+            if watchdog != nil { notifier.notify("WATCHDOG=1") }
+        }
+    }
+
+    /// Waits for signals; pings the watchdog from this very loop, so a wedged loop (or a
+    /// pipeline lock that cannot be taken) gets the service restarted. STATUS follows the
+    /// background reconciles and the backlog.
+    func mainLoop(_ events: DaemonEvents, services: DaemonServices, hold: StartupHold?) {
+        let watchdog = SystemdNotifier.watchdogInterval(environment: environment)
+        let tick = Self.tick(watchdog)
+        var lastStatus = Date()
+        var lastText = ""
+        var wasReady = false
+        while true {
+            switch events.next(timeoutSeconds: tick) {
+            case .signal(SIGTERM), .signal(SIGINT):
                 return
-            case SIGHUP:
-                reload(api: api)
+            case .signal(SIGHUP):
+                reload(api: services.api)
+            case .signal(SIGUSR2):
+                hold?.gate.release()
             default:
                 break
             }
-            let metrics = pipeline.metrics // takes the pipeline lock: proves it is not wedged
+            let text = services.status() // takes the pipeline lock: proves it is not wedged
             if watchdog != nil { notifier.notify("WATCHDOG=1") }
-            if Date().timeIntervalSince(lastStatus) > 10 {
+            // While reconciling (and when it ends), every change; after, every 10 s at most.
+            let ready = services.pipeline.startupProgress.isReady
+            if text != lastText && (!ready || ready != wasReady || Date().timeIntervalSince(lastStatus) > 10) {
                 lastStatus = Date()
-                let queued = metrics.queuedJobs.values.reduce(0, +)
-                notifier.notify("STATUS=serving: \(metrics.requests) requests, \(metrics.renders) renders, \(queued) queued")
+                lastText = text
+                notifier.notify("STATUS=\(text)")
             }
+            wasReady = ready
         }
+    }
+
+    /// Half the watchdog interval, kept within 1 ms…1 s: a tiny WATCHDOG_USEC must not spin the loop.
+    static func tick(_ watchdog: Double?) -> Double {
+        max(0.001, min(1.0, (watchdog ?? 2) / 2))
     }
 
     /// SIGHUP: the new config's kinds replace the old; a bad config is refused and the old kept.

@@ -69,6 +69,24 @@ extension ThumbnailAPI {
                [("reason=\"expired\"", Double(metrics.expiredSlots)), ("reason=\"trimmed\"", Double(metrics.trimmedSlots))])
         metric("thumbd_slot_tokens_remembered", "gauge", "Tokens of trimmed slots kept until their idle time is up.",
                [("", Double(metrics.rememberedSlotTokens))])
+        // The pre-render backlog and the start-up reconciles.
+        let backlog = metrics.backlog
+        metric("thumbd_backlog_assets", "gauge", "Assets waiting in the pre-render backlog (in the cache index), those being pre-rendered included.",
+               [("", Double(backlog.rows))])
+        metric("thumbd_backlog_in_flight_assets", "gauge", "Backlog assets whose pre-renders are queued or running now.",
+               [("", Double(backlog.assetsInFlight))])
+        metric("thumbd_backlog_enqueued_total", "counter", "Assets added to the pre-render backlog.", [("", Double(backlog.enqueued))])
+        metric("thumbd_backlog_drained_total", "counter", "Backlog assets done: pre-rendered, or found cached, failed for good or gone.",
+               [("", Double(backlog.drained))])
+        metric("thumbd_backlog_retried_total", "counter", "Backlog assets sent to the back after a transient failure.",
+               [("", Double(backlog.retried))])
+        metric("thumbd_backlog_dropped_total", "counter", "Assets not pre-rendered from the backlog, by reason (logged).",
+               [("reason=\"gave_up\"", Double(backlog.gaveUp)), ("reason=\"full\"", Double(backlog.refused))])
+        let startup = metrics.startup
+        metric("thumbd_reconcile_pending", "gauge", "Start-up reconciles not done yet (1) or done (0): the cache's files, the asset folder.",
+               [("part=\"cache\"", startup.cacheReconciled ? 0 : 1), ("part=\"assets\"", startup.assetsReconciled ? 0 : 1)])
+        metric("thumbd_reconcile_checked", "gauge", "What the start-up reconciles have looked at: cache index entries, assets.",
+               [("part=\"cache\"", Double(startup.cacheFiles.rowsChecked)), ("part=\"assets\"", Double(startup.assetsChecked))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -29,6 +29,8 @@ public enum APIRequest: Sendable {
     case cancelPrefetch(id: String)
     case kinds
     case health
+    /// `GET /readyz`: 200 once the start-up reconciles are done, 503 until then.
+    case ready
     case metrics
 
     /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
@@ -78,6 +80,7 @@ public enum APIRequest: Sendable {
             return .cancelPrefetch(id: id)
         case ("GET", "kinds"): return .kinds
         case ("GET", "healthz"): return .health
+        case ("GET", "readyz"): return .ready
         case ("GET", "metrics"): return .metrics
         case (_, "other"):
             throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")

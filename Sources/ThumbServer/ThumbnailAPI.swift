@@ -36,7 +36,7 @@ public final class ThumbnailAPI: Sendable {
             counters.withLock { $0.count(route: route, status: response.status) }
             respond(response)
         }
-        if shuttingDown.load(ordering: .relaxed) && route != "healthz" {
+        if shuttingDown.load(ordering: .relaxed) && route != "healthz" && route != "readyz" {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
@@ -60,6 +60,8 @@ public final class ThumbnailAPI: Sendable {
         case .success(.health):
             counted(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
                           ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
+        case .success(.ready):
+            counted(readiness())
         case .success(.metrics):
             counted(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
         }
@@ -73,8 +75,24 @@ public final class ThumbnailAPI: Sendable {
         if path == "/v1/prefetch" || path.hasPrefix("/v1/prefetch/") { return "prefetch" }
         if path == "/v1/kinds" { return "kinds" }
         if path == "/healthz" { return "healthz" }
+        if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
         return "other"
+    }
+
+    /// `/readyz`: 503 with what is pending (and how far it is) until the cache's files and the
+    /// asset folder are reconciled with the index, then 200. `/healthz` answers 200 from the
+    /// moment the socket serves (hits are answered during the reconciles).
+    func readiness() -> HTTPResponse {
+        if shuttingDown.load(ordering: .relaxed) { return .json(503, ["status": "stopping"]) }
+        let progress = pipeline.startupProgress
+        if progress.isReady { return .json(200, ["status": "ready"]) }
+        let files = progress.cacheFiles
+        return .json(503, ["status": "starting", "pending": progress.pending,
+                           "cache": ["shardsDone": files.shardsDone, "shards": DiskCache.FileReconcileProgress.shardCount,
+                                     "rowsChecked": files.rowsChecked, "rows": files.rowsAtStart],
+                           "assets": ["checked": progress.assetsChecked]],
+                     headers: [("Retry-After", "1")])
     }
 
     func kinds() -> HTTPResponse {

@@ -47,6 +47,8 @@ import Glibc
             #expect(ending == .signalled(SIGKILL), "round \(round): the child \(ending), not killed by SIGKILL: \(child.log)")
 
             let pipeline = try fixture.pipeline { $0.diskCacheBytes = Self.diskCacheBytes }
+            // The files are reconciled with the index in the background: wait for it.
+            pipeline.waitForBackgroundReconcile()
             let rows = pipeline.disk.indexRowsForTesting()
             let files = DiskCacheFixture.files(in: pipeline.disk.directory)
             #expect(!rows.isEmpty, "round \(round): the child indexed a thumbnail before it was killed; the reopened index has none")

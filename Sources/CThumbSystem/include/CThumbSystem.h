@@ -19,4 +19,8 @@ extern const int CThumb_O_PATH;
 /// kernels before 5.6, or where the headers lack the call).
 int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t resolve);
 
+/// malloc_trim(0) (malloc.h, which the Glibc module does not export): gives the heap that is
+/// free back to the system. 1 when some was released.
+int CThumb_releaseFreedHeap(void);
+
 #endif

@@ -61,6 +61,7 @@ extension DiskCache {
             fresh.budgetCap = state.budgetCap
             fresh.trouble = state.trouble
             state = fresh
+            reconcileFilesLocked(&state)
             log.warning("cache folder \(directory) was removed: recreated it with an empty index; the \(lost.entries) thumbnails "
                         + "(\(lost.bytes) bytes) the old index held are gone and will be rendered again when asked for")
             return true

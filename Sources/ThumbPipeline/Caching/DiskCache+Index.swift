@@ -4,11 +4,11 @@ import Glibc
 import ThumbImaging
 import ThumbSystem
 
-/// The index: schema, opening (moving a damaged or unknown one aside), reconciliation with
-/// the files, eviction.
+/// The index: schema (and its upgrades), opening (moving a damaged or unknown one aside),
+/// totals, eviction. Reconciling the files with it is `DiskCache+Reconcile.swift`.
 extension DiskCache {
     /// PRAGMA user_version of the schema below.
-    static let schemaVersion: Int64 = 2
+    static let schemaVersion: Int64 = 3
 
     /// Negative entries; `record` is a `NegativeRecord` raw value.
     static let failuresTable = """
@@ -18,6 +18,17 @@ extension DiskCache {
             record INTEGER NOT NULL,
             reason TEXT NOT NULL
         );
+        """
+
+    /// Assets whose pre-renders are still to be done (see `DiskCache+Backlog.swift`), taken in
+    /// `enqueued` order; `attempts` counts transient failures.
+    static let backlogTable = """
+        CREATE TABLE backlog (
+            asset_path TEXT PRIMARY KEY NOT NULL,
+            enqueued INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX backlog_by_enqueued ON backlog (enqueued);
         """
 
     static let schema = """
@@ -35,7 +46,8 @@ extension DiskCache {
         CREATE INDEX entries_by_asset ON entries (asset_path);
         CREATE INDEX entries_by_use ON entries (last_use);
         \(failuresTable)
-        PRAGMA user_version = 2;
+        \(backlogTable)
+        PRAGMA user_version = 3;
         """
 
     /// Version 1 kept a failure's kind as text; its negative entries are dropped (they are
@@ -46,43 +58,62 @@ extension DiskCache {
         PRAGMA user_version = 2;
         """
 
-    /// Opens the index in `directory`, reconciles it with the files and evicts to `budget`. An
-    /// index that cannot be read, fails its check, has an unknown schema or cannot be reconciled
-    /// is moved aside and rebuilt empty, and that is logged at warning with the files it cost.
+    /// Version 2 had no backlog: every thumbnail and failure is kept, the backlog starts empty
+    /// (the asset reconcile at start fills it with what is missing).
+    static let upgradeFromVersion2 = """
+        DROP TABLE IF EXISTS backlog;
+        \(backlogTable)
+        PRAGMA user_version = 3;
+        """
+
+    /// SQLite's page cache for the one connection, KiB (negative `cache_size`): the default
+    /// (2 MiB) is plenty for point look-ups, and the reconciles stream in batches.
+    static let pageCacheKibibytes = 2048
+
+    /// Opens the index in `directory`, loads its totals and evicts to `budget`; the files are
+    /// reconciled with it separately (`reconcileFiles`, at open or in the background), which
+    /// logs what that removed. An index that cannot be read, fails its quick check, has an
+    /// unknown schema or cannot be totalled is moved aside and rebuilt empty: `State.unusableIndex`
+    /// says why, for that log line.
     static func openState(directory: String, budget: Int, log: PipelineLog) throws(CacheError) -> State {
         let indexPath = directory + "/" + indexName
         let opened = try openIndex(at: indexPath)
         var state = State(database: opened.database)
         var damage = opened.damage.map { "\($0)" }
-        var dropped = Dropped()
         do throws(SQLiteError) {
-            dropped = try reconcile(&state, directory: directory)
+            try loadTotals(&state)
             try evict(&state, budget: budget, directory: directory)
         } catch {
-            // Readable but not usable (a table missing, damage the check did not see): rebuild.
+            // Readable but not usable (damage the check did not see): rebuild.
             state.database?.close()
             moveAside(indexPath)
             damage = "\(error)"
             state = State(database: try openIndex(at: indexPath).database)
             do throws(SQLiteError) {
-                let more = try reconcile(&state, directory: directory)
-                dropped.files += more.files
-                dropped.fileBytes += more.fileBytes
+                try loadTotals(&state)
             } catch {
                 state.database?.close()
-                throw DiskCacheFiles.cacheError("reconcile \(directory)", error)
+                throw DiskCacheFiles.cacheError("open index \(indexPath)", error)
             }
         }
-        if let damage {
-            log.warning("cache index \(indexPath) was unusable (\(damage)): moved aside to \(indexName).broken and rebuilt empty; "
-                        + "dropped \(dropped.files) thumbnail files (\(dropped.fileBytes) bytes) it no longer indexed")
-        } else if dropped.files > 0 || dropped.rows > 0 {
-            // After a crash: a few orphans, normal, but worth a line.
-            log.notice("cache \(directory) reconciled with its index: removed \(dropped.files) files without a row "
-                       + "(\(dropped.fileBytes) bytes) and \(dropped.rows) rows without their file")
-        }
+        state.unusableIndex = damage
         state.folder = FolderIdentity(of: directory)
         return state
+    }
+
+    /// Totals, the use counter and the backlog's size and sequence, from the index: aggregate
+    /// queries (one pass over the rows' pages), no row kept in memory.
+    static func loadTotals(_ state: inout State) throws(SQLiteError) {
+        guard let database = state.database else { return }
+        try database.query("SELECT count(*), coalesce(sum(bytes), 0), coalesce(max(last_use), 0) FROM entries") { row in
+            state.entryCount = row.int(0)
+            state.totalBytes = row.int(1)
+            state.useCounter = row.integer(2)
+        }
+        try database.query("SELECT count(*), coalesce(max(enqueued), 0) FROM backlog") { row in
+            state.backlog.rows = row.int(0)
+            state.backlog.lastSequence = row.integer(1)
+        }
     }
 
     /// What a reconciliation removed.
@@ -113,9 +144,12 @@ extension DiskCache {
     private static func openChecked(_ path: String) throws(SQLiteError) -> SQLiteDatabase {
         let database = try SQLiteDatabase(path: path)
         do throws(SQLiteError) {
-            try database.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            try database.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-\(pageCacheKibibytes);")
             if try database.scalar("PRAGMA user_version") == 1 {
                 try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion1) }
+            }
+            if try database.scalar("PRAGMA user_version") == 2 {
+                try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion2) }
             }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:
@@ -124,7 +158,7 @@ extension DiskCache {
                 }
                 try database.transaction { () throws(SQLiteError) in try database.exec(schema) }
             case schemaVersion:
-                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures')") == 2 else {
+                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures', 'backlog')") == 3 else {
                     throw SQLiteError(operation: "open \(path)", code: 11, message: "index tables missing")
                 }
                 var verdict = ""
@@ -149,61 +183,6 @@ extension DiskCache {
             }
         }
         DiskCacheFiles.remove(path + "-shm")
-    }
-
-    /// Makes the index and the files agree: removes temporary files, files without a row,
-    /// rows without their file (or whose file has another size, or another name than the
-    /// digest gives), then loads totals and the use counter.
-    @discardableResult
-    static func reconcile(_ state: inout State, directory: String) throws(SQLiteError) -> Dropped {
-        var dropped = Dropped()
-        guard let database = state.database else { return dropped }
-        var rows: [String: (digest: String, size: Int)] = [:]
-        var badRows: [String] = []
-        try database.query("SELECT digest, file_path, bytes, format FROM entries") { row in
-            let digest = row.text(0), relative = row.text(1)
-            if isDigest(digest), let format = ImageFormat(rawValue: row.text(3)),
-               relative == relativePath(digest: digest, format: format) {
-                rows[relative] = (digest, row.int(2))
-            } else {
-                badRows.append(digest)
-            }
-        }
-        var kept: Set<String> = []
-        for shard in (try? DiskCacheFiles.names(in: directory)) ?? [] where isShardName(shard) {
-            let shardPath = directory + "/" + shard
-            guard DiskCacheFiles.isDirectory(shardPath), let names = try? DiskCacheFiles.names(in: shardPath) else { continue }
-            for name in names {
-                let relative = shard + "/" + name
-                let size = DiskCacheFiles.regularFileSize(shardPath + "/" + name)
-                if let row = rows[relative], size == row.size {
-                    kept.insert(relative)
-                } else {
-                    // A temporary file, an orphan (crash between rename and insert), a file
-                    // whose row says another size, or a stranger.
-                    DiskCacheFiles.remove(shardPath + "/" + name)
-                    dropped.files += 1
-                    dropped.fileBytes += size ?? 0
-                }
-            }
-        }
-        badRows += rows.filter { !kept.contains($0.key) }.map(\.value.digest)
-        dropped.rows = badRows.count
-        if !badRows.isEmpty {
-            try database.transaction { () throws(SQLiteError) in
-                for digest in badRows { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(digest)]) }
-            }
-        }
-        try database.query("SELECT count(*), coalesce(sum(bytes), 0), coalesce(max(last_use), 0) FROM entries") { row in
-            state.entryCount = row.int(0)
-            state.totalBytes = row.int(1)
-            state.useCounter = row.integer(2)
-        }
-        return dropped
-    }
-
-    private static func isShardName(_ name: String) -> Bool {
-        name.utf8.count == 2 && name.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// Evicts (in its own transaction) until the total fits the budget, then removes the files.

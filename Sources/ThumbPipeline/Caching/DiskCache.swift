@@ -45,6 +45,11 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         var budgetCap = Int.max
         /// The write failure being lived through, reported once at its start and once at its end.
         var trouble: WriteTrouble?
+        /// Why the index was rebuilt empty at open, for the warning the file reconcile logs with
+        /// the files that cost (nil: it opened fine).
+        var unusableIndex: String?
+        /// The pre-render backlog's row count and last sequence number (`DiskCache+Backlog.swift`).
+        var backlog = BacklogCounts()
     }
 
     let state: Mutex<State>
@@ -55,9 +60,11 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
 
     static let indexName = "index.sqlite"
 
-    /// Opens (creating if needed) the cache in `directory`, reconciling it with its index.
-    /// Throws `CacheError.Kind.inUse` when another process has it open.
-    public init(directory: String, byteBudget: Int, log: PipelineLog = .standardError) throws(CacheError) {
+    /// Opens (creating if needed) the cache in `directory`. Throws `CacheError.Kind.inUse` when
+    /// another process has it open. `reconcilesFiles`: the files are reconciled with the index
+    /// before this returns; false leaves that to a later `reconcileFiles()` (the pipeline runs
+    /// it in the background, serving meanwhile: a row whose file is gone only costs a render).
+    public init(directory: String, byteBudget: Int, log: PipelineLog = .standardError, reconcilesFiles: Bool = true) throws(CacheError) {
         do {
             try DiskCacheFiles.createDirectories(directory)
             self.directory = try DiskCacheFiles.realPath(directory)
@@ -70,6 +77,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         var initial = try Self.openState(directory: self.directory, budget: self.byteBudget, log: log)
         initial.lock = lock
         state = Mutex(initial)
+        if reconcilesFiles { reconcileFiles() }
     }
 
     /// The budget in force: the configured one, or less once the disk has filled up.
@@ -338,8 +346,12 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             state.totalBytes = rebuilt.totalBytes
             state.entryCount = rebuilt.entryCount
             state.useCounter = rebuilt.useCounter
+            state.backlog = rebuilt.backlog
+            state.unusableIndex = nil
             log.warning("cache index \(database.path) was damaged (\(damage)): moved aside to \(Self.indexName).broken and rebuilt empty; "
                         + "dropped \(dropped.entries) thumbnails (\(dropped.bytes) bytes) it indexed")
+            // Its files are orphans now: they go at once, as before the rebuild they were counted.
+            reconcileFilesLocked(&state)
         } catch {
             log.warning("cache index \(database.path) was damaged (\(damage)) and cannot be rebuilt (\(error)): the disk cache is off")
         }

@@ -1,0 +1,129 @@
+import Dispatch
+import Synchronization
+import ThumbImaging
+import ThumbSystem
+
+/// Holds the background reconcile at its start until `release()`: tests use it to look at a
+/// pipeline (or a daemon) that serves while its reconcile has not run. Stopping the pipeline
+/// releases it too.
+public final class ReconcileGate: Sendable {
+    private let held: Mutex<Bool>
+    private let opened = DispatchSemaphore(value: 0)
+
+    public init(held: Bool = true) {
+        self.held = Mutex(held)
+    }
+
+    public func release() {
+        if held.withLock({ held in defer { held = false }; return held }) { opened.signal() }
+    }
+
+    /// Waits while held (one waiter at a time).
+    public func pass() {
+        if held.withLock({ $0 }) { opened.wait() }
+    }
+}
+
+/// How far the start-up work done in the background has come: the cache's files reconciled
+/// with its index, then the asset folder with the index. `/readyz` and the daemon's STATUS read it.
+public struct StartupProgress: Sendable, Equatable {
+    public var cacheFiles = DiskCache.FileReconcileProgress()
+    public var cacheReconciled = false
+    /// Assets looked at by the asset reconcile under way (or the last one).
+    public var assetsChecked = 0
+    public var assetsReconciled = false
+
+    /// Both reconciles are done: what is served and pre-rendered matches the folders.
+    public var isReady: Bool { cacheReconciled && assetsReconciled }
+
+    /// What is not done yet: "cache", "assets".
+    public var pending: [String] {
+        (cacheReconciled ? [] : ["cache"]) + (assetsReconciled ? [] : ["assets"])
+    }
+}
+
+/// The pipeline's background reconciles: one serial queue, a stop flag checked between
+/// batches, and the progress.
+final class PipelineStartup: Sendable {
+    let queue = DispatchQueue(label: "thumbd-reconcile", qos: .utility)
+    let progress = Mutex(StartupProgress())
+    let stopping = Atomic<Bool>(false)
+    let gate: ReconcileGate?
+    /// An asset reconcile is queued or running / another was asked for meanwhile.
+    let assetPasses = Mutex<(scheduled: Bool, again: Bool)>((false, false))
+
+    init(gate: ReconcileGate?) {
+        self.gate = gate
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+}
+
+extension ThumbnailPipeline {
+    /// Where start-up stands (see `StartupProgress`).
+    public var startupProgress: StartupProgress { startup.progress.withLock { $0 } }
+
+    /// From `init`: the cache's files are reconciled with its index in the background (hits are
+    /// served from the index meanwhile); once that is done the backlog starts to drain.
+    func reconcileCacheInBackground() {
+        startup.queue.async { [self] in
+            startup.gate?.pass()
+            guard !startup.isStopping else { return }
+            disk.reconcileFiles(shouldStop: { startup.isStopping }) { files in
+                startup.progress.withLock { $0.cacheFiles = files }
+            }
+            guard !startup.isStopping else { return }
+            startup.progress.withLock { $0.cacheReconciled = true }
+            Self.returnFreedMemory()
+            enableBacklog()
+        }
+    }
+
+    /// Reconciles the asset folder with the index in the background, after the cache's own
+    /// reconcile: at start (`startWatching`), after a `.rescan`, or when the watcher cannot run.
+    /// Asked again while one runs, it runs once more after it (never twice at once).
+    public func reconcileInBackground() {
+        let starts = startup.assetPasses.withLock { passes -> Bool in
+            if passes.scheduled {
+                passes.again = true
+                return false
+            }
+            passes.scheduled = true
+            return true
+        }
+        guard starts else { return }
+        startup.queue.async { [self] in
+            repeat {
+                startup.assetPasses.withLock { $0.again = false }
+                guard !startup.isStopping else { return }
+                let completed = reconcileAssets(shouldStop: { startup.isStopping }) { checked in
+                    startup.progress.withLock { $0.assetsChecked = checked }
+                }
+                if completed { startup.progress.withLock { $0.assetsReconciled = true } }
+                Self.returnFreedMemory()
+            } while startup.assetPasses.withLock { passes -> Bool in
+                if passes.again { return true }
+                passes.scheduled = false
+                return false
+            }
+        }
+    }
+
+    /// Stops the background reconciles at their next batch and waits for them (`shutdown`).
+    func stopReconciling() {
+        startup.stopping.store(true, ordering: .releasing)
+        startup.gate?.release()
+        startup.queue.sync {}
+    }
+
+    /// Waits until the reconciles queued so far are done (tests).
+    func waitForBackgroundReconcile() {
+        startup.queue.sync {}
+    }
+
+    /// A reconcile's listings and batches are freed when it ends; glibc keeps freed heap in its
+    /// arenas unless asked, and the daemon then idles at its start-up peak.
+    static func returnFreedMemory() {
+        releaseFreedHeap()
+    }
+}

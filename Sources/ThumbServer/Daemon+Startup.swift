@@ -1,0 +1,173 @@
+import Dispatch
+import Foundation
+import Synchronization
+import ThumbBatch
+import ThumbImaging
+import ThumbPipeline
+#if canImport(Glibc)
+import Glibc
+import ThumbSystem
+#endif
+
+/// Start-up, off the main thread: open the pipeline (the index, quick check only), listen,
+/// serve; then follow the folder (watcher, asset reconcile) and the spool. A stop request is
+/// looked at between steps; what was started by then is undone by the one who sees it.
+final class DaemonStartup: @unchecked Sendable {
+    let daemon: Daemon
+    let config: ThumbConfig
+    let configuration: PipelineConfiguration
+    let hold: StartupHold?
+    let events: DaemonEvents
+    private let stopping = Atomic<Bool>(false)
+    /// Written by the main thread only (when start-up ended without serving).
+    var exitStatus = Daemon.Exit.ok
+
+    init(daemon: Daemon, config: ThumbConfig, configuration: PipelineConfiguration, hold: StartupHold?, events: DaemonEvents) {
+        self.daemon = daemon
+        self.config = config
+        self.configuration = configuration
+        self.hold = hold
+        self.events = events
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    func requestStop() {
+        stopping.store(true, ordering: .releasing)
+        hold?.gate.release()
+    }
+
+    func begin() {
+        DispatchQueue.global(qos: .userInitiated).async { [self] in events.post(run()) }
+    }
+
+    private func run() -> DaemonEvents.Event {
+        if hold?.point == .open {
+            Log.info("start-up held before opening the cache (THUMBD_TEST_HOLD=open)")
+            hold?.gate.pass()
+        }
+        if isStopping { return .stoppedEarly }
+        daemon.notifier.notify("STATUS=opening the cache index")
+        let pipeline: ThumbnailPipeline
+        do {
+            pipeline = try ThumbnailPipeline(configuration: configuration)
+        } catch let error as CacheError where error.kind == .inUse {
+            Log.error("\(error.reason): refusing to start a second daemon on it (one process per cache folder)")
+            return .failed(.inUse)
+        } catch {
+            Log.error("cannot start the pipeline (assets \(configuration.assetRoot), cache \(configuration.cacheDirectory)): \(error)")
+            return .failed(.cannotCreate)
+        }
+        if isStopping {
+            pipeline.shutdown()
+            return .stoppedEarly
+        }
+        let listeners: [Listener]
+        do {
+            listeners = try daemon.openListeners(config)
+        } catch {
+            Log.error("cannot listen: \(error)")
+            pipeline.shutdown()
+            return .failed(error.errno == EADDRINUSE ? .inUse : .osError)
+        }
+        let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds)
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(listeners: listeners, threadsPerListener: config.service.httpThreads,
+                                    maxConnections: config.service.maxConnections) { request, respond in
+                api.handle(request, respond: respond)
+            }
+        } catch {
+            Log.error("cannot start HTTP: \(error)")
+            pipeline.shutdown()
+            DaemonServices.removeSockets(listeners)
+            return .failed(.osError)
+        }
+        let services = DaemonServices(pipeline: pipeline, api: api, server: server, listeners: listeners)
+        let where_ = listeners.map(\.description).joined(separator: ", ")
+        Log.notice("thumbd serving \(configuration.assetRoot) on \(where_); cache \(configuration.cacheDirectory); \(configuration.workers) workers"
+                   + "; reconciling in the background")
+        // Following the folder starts after serving: adding a watch per folder takes a while on
+        // a large tree, and hits need none of it.
+        DispatchQueue.global(qos: .utility).async { [config] in
+            services.startFollowing(spoolRoot: config.service.spool, catalog: config.catalog)
+        }
+        return .serving(services)
+    }
+}
+
+/// What a serving daemon runs, and its orderly stop.
+final class DaemonServices: @unchecked Sendable {
+    let pipeline: ThumbnailPipeline
+    let api: ThumbnailAPI
+    let server: HTTPServer
+    let listeners: [Listener]
+    /// Started after serving; nil until then, and never once stopping.
+    private let following = Mutex<(stopping: Bool, watcher: FolderWatcher?, spool: SpoolWorker?)>((false, nil, nil))
+
+    init(pipeline: ThumbnailPipeline, api: ThumbnailAPI, server: HTTPServer, listeners: [Listener]) {
+        self.pipeline = pipeline
+        self.api = api
+        self.server = server
+        self.listeners = listeners
+    }
+
+    /// The watcher (its asset reconcile in the background) and the spool. A stop that came
+    /// meanwhile wins: what started is stopped again here.
+    func startFollowing(spoolRoot: String?, catalog: SlotCatalog) {
+        var watcher: FolderWatcher?
+        do {
+            watcher = try pipeline.startWatching()
+        } catch {
+            Log.warning("folder watcher not running (\(error)); thumbnails are still rendered on request")
+            pipeline.reconcileInBackground()
+        }
+        let spool = spoolRoot.map { SpoolWorker(root: $0, pipeline: pipeline, catalog: catalog) }
+        let stopped = following.withLock { following -> Bool in
+            guard !following.stopping else { return true }
+            following.watcher = watcher
+            following.spool = spool
+            spool?.start()
+            return false
+        }
+        if stopped { watcher?.stop() }
+    }
+
+    /// SIGTERM: new and queued requests get 503, running renders finish, the background work
+    /// stops at its next batch, the index closes, answers already decided reach their clients.
+    func stop() {
+        api.beginShutdown()
+        server.quiesce()
+        let (watcher, spool) = following.withLock { following in
+            following.stopping = true
+            return (following.watcher, following.spool)
+        }
+        spool?.stop()
+        watcher?.stop()
+        pipeline.shutdown()
+        // Every request already received has its answer now: let it reach the client.
+        server.drain(seconds: 10)
+        server.stop()
+        Self.removeSockets(listeners)
+    }
+
+    static func removeSockets(_ listeners: [Listener]) {
+        for listener in listeners {
+            if let path = listener.unixPath { _ = try? systemCall("unlink \(path)") { unlink(path) } }
+        }
+    }
+
+    /// The STATUS line: what is still reconciling, then the counters and the backlog.
+    func status() -> String {
+        let metrics = pipeline.metrics
+        let queued = metrics.queuedJobs.values.reduce(0, +)
+        let counts = "\(metrics.requests) requests, \(metrics.renders) renders, \(queued) queued, backlog \(metrics.backlog.rows)"
+        let startup = metrics.startup
+        guard !startup.isReady else { return "serving: \(counts)" }
+        let cache = startup.cacheReconciled ? "cache done"
+            : "cache \(startup.cacheFiles.shardsDone)/\(DiskCache.FileReconcileProgress.shardCount) shards "
+              + "(\(startup.cacheFiles.rowsChecked)/\(startup.cacheFiles.rowsAtStart) entries)"
+        let assets = startup.assetsReconciled ? "assets done" : "assets \(startup.assetsChecked) checked"
+        return "serving, reconciling \(cache), \(assets): \(counts)"
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Synchronization
+import Testing
+import ThumbImaging
+@testable import ThumbPipeline
+
+/// Issue 11 item 5: pre-renders past `maxQueuedJobs` were dropped silently (a cold start over
+/// 1M files pre-rendered 65–73k; a 10k-file folder moved in, about half). Now they wait in a
+/// backlog in the cache index, drained at batch priority as the queue has room, kept across a
+/// shutdown, and counted.
+@Suite struct BacklogTests {
+    let fixture: PipelineFixture
+    init() throws { fixture = try PipelineFixture() }
+
+    static let avatar = PipelineFixture.avatar
+
+    /// Small valid PNGs of the corpus (pngsuite's basic ones: 32×32), copied under `folder` as
+    /// `count` distinct assets. Returns their relative paths.
+    static func addSmallImages(_ count: Int, to folder: String) throws -> [String] {
+        let suite = PipelineFixture.corpus + "/pngsuite"
+        let sources = try FileManager.default.contentsOfDirectory(atPath: suite)
+            .filter { $0.hasPrefix("basn") && $0.hasSuffix(".png") }.sorted()
+        try #require(sources.count >= 8, "expected pngsuite's basn*.png in \(suite)")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return try (0..<count).map { index in
+            let name = String(format: "small%03d.png", index)
+            try FileManager.default.copyItem(atPath: suite + "/" + sources[index % sources.count], toPath: folder + "/" + name)
+            return name
+        }
+    }
+
+    func eventually(seconds: Int = 60, _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    func configure(_ configuration: inout PipelineConfiguration) {
+        configuration.pregenerated = [(Self.avatar, 3)]
+        configuration.maxQueuedJobs = 8
+    }
+
+    /// Before: the reconcile's `prerender` calls past the batch share of the queue (6 of 8
+    /// here) were refused, and nothing asked again until the next start.
+    @Test("a cold start over 200 assets with a queue of 8: every one is pre-rendered, and the metrics count them")
+    func coldStartPrerendersEveryAsset() async throws {
+        let names = try Self.addSmallImages(200, to: fixture.assets + "/many").map { "many/" + $0 }
+        let pipeline = try fixture.pipeline(configure)
+        let watcher = try pipeline.startWatching()
+        defer {
+            watcher.stop()
+            pipeline.shutdown()
+        }
+        let assets = fixture.imageNames.count + names.count
+        #expect(await eventually {
+            pipeline.startupProgress.isReady && pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0
+        }, "\(pipeline.metrics.backlog)")
+        #expect(pipeline.cacheStatistics.disk.entries == assets)
+        #expect(names.allSatisfy { pipeline.isCached(assetPath: $0, kind: Self.avatar, scale: 3) })
+        let backlog = pipeline.metrics.backlog
+        // broken.jpg too: its row goes once its render failed for good.
+        #expect(backlog.enqueued == assets + 1 && backlog.drained == assets + 1, "\(backlog)")
+        #expect(backlog.refused == 0 && backlog.gaveUp == 0)
+        #expect(pipeline.metrics.renders == assets + 1)
+        #expect(pipeline.startupProgress.isReady)
+    }
+
+    /// Before: each `.changed` event of the folder's files called `prerender`, refused once the
+    /// batch share was full: about half of a 10k-file folder was pre-rendered.
+    @Test("a folder of 200 assets moved in while running: every one is pre-rendered")
+    func folderMovedInIsPrerenderedWhole() async throws {
+        let pipeline = try fixture.pipeline(configure)
+        let watcher = try pipeline.startWatching()
+        defer {
+            watcher.stop()
+            pipeline.shutdown()
+        }
+        let before = fixture.imageNames.count
+        #expect(await eventually { pipeline.startupProgress.isReady && pipeline.cacheStatistics.disk.entries == before })
+        let names = try Self.addSmallImages(200, to: fixture.root + "/incoming")
+        try FileManager.default.moveItem(atPath: fixture.root + "/incoming", toPath: fixture.assets + "/incoming")
+        #expect(await eventually { pipeline.cacheStatistics.disk.entries == before + names.count }, "\(pipeline.metrics.backlog)")
+        #expect(names.allSatisfy { pipeline.isCached(assetPath: "incoming/" + $0, kind: Self.avatar, scale: 3) })
+        #expect(await eventually { pipeline.metrics.backlog.rows == 0 })
+        #expect(pipeline.metrics.overloaded == 0)
+    }
+
+    /// A shutdown mid-drain: what was not done yet stays in the index, and a pipeline opened
+    /// again drains it by itself — no asset reconcile runs here (no watcher), so nothing but
+    /// the persisted backlog can bring those pre-renders about.
+    @Test("a pipeline shut down mid-drain and opened again finishes the rest from the index")
+    func shutdownMidDrainThenReopenFinishes() async throws {
+        let names = try Self.addSmallImages(200, to: fixture.assets + "/many").map { "many/" + $0 }
+        var configuration = fixture.configuration(configure)
+        configuration.workers = 1
+        // Renders slowed down (a pause at every checkpoint) so that the shutdown lands mid-drain.
+        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, checkpointHook: { usleep(2_000) })
+        let watcher = try first.startWatching()
+        #expect(await eventually { first.metrics.backlog.drained >= 10 })
+        watcher.stop()
+        first.shutdown()
+        // What the index holds now, read without draining anything.
+        let allAssets = fixture.imageNames + ["broken.jpg"] + names
+        let index = try DiskCache(directory: fixture.cache, byteBudget: 1 << 30, reconcilesFiles: false)
+        let cached = Set(index.indexedAssetPaths(after: "", limit: 10_000))
+        let waiting = Set(Self.backlogPaths(index))
+        index.close()
+        try #require(!waiting.isEmpty, "the drain finished before the shutdown: nothing left to resume")
+        // Nothing lost: every asset is cached (or failed, broken.jpg), or waits in the backlog.
+        #expect(Set(allAssets) == cached.union(waiting), "lost: \(Set(allAssets).subtracting(cached.union(waiting)).sorted())")
+
+        let second = try fixture.pipeline(configure)
+        defer { second.shutdown() }
+        #expect(await eventually { second.metrics.backlog.rows == 0 && second.metrics.backlog.assetsInFlight == 0 },
+                "\(second.metrics.backlog)")
+        #expect(names.allSatisfy { second.isCached(assetPath: $0, kind: Self.avatar, scale: 3) })
+        #expect(second.metrics.backlog.drained == waiting.count)
+    }
+
+    @Test("a backlog row whose asset was deleted goes away without a render")
+    func deletedAssetsRowGoesAway() async throws {
+        let gate = ReconcileGate(held: true)
+        let pipeline = try fixture.pipeline {
+            configure(&$0)
+            $0.reconcileGate = gate
+        }
+        defer { pipeline.shutdown() }
+        // Held: the backlog does not drain before the cache is reconciled.
+        pipeline.enqueuePrerenders(["img0.jpg", "img1.jpg"])
+        #expect(pipeline.metrics.backlog.rows == 2)
+        try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
+        gate.release()
+        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
+        #expect(pipeline.metrics.backlog.drained == 2)
+        #expect(pipeline.metrics.renders == 1)
+        #expect(pipeline.isCached(assetPath: "img1.jpg", kind: Self.avatar, scale: 3))
+        #expect(Self.backlogPaths(pipeline.disk).isEmpty)
+    }
+
+    @Test("the backlog is bounded: assets past its cap are refused, counted and logged once per episode")
+    func backlogIsBounded() async throws {
+        let capture = LogCapture()
+        let gate = ReconcileGate(held: true)
+        let pipeline = try fixture.pipeline {
+            configure(&$0)
+            $0.maxBacklogAssets = 3
+            $0.reconcileGate = gate
+            $0.log = capture.log
+        }
+        defer { pipeline.shutdown() }
+        pipeline.enqueuePrerenders(fixture.imageNames)
+        pipeline.enqueuePrerenders(["img0.jpg", "broken.jpg"])  // one already there (moved to the back), one refused
+        #expect(pipeline.metrics.backlog.rows == 3)
+        #expect(pipeline.metrics.backlog.refused == fixture.imageNames.count - 3 + 1)
+        #expect(capture.count(.warning, "pre-render backlog full (3 assets)") == 1, "\(capture.text)")
+        gate.release()
+        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
+        #expect(capture.count(.notice, "pre-render backlog has room again, after refusing 4 assets") == 1, "\(capture.text)")
+    }
+
+    @Test("an index of schema 2 is upgraded to 3: its thumbnails kept, the backlog table added")
+    func schema2UpgradeKeepsThumbnails() throws {
+        let directory = fixture.root + "/upgrade"
+        let keys = ["a.jpg", "b.jpg"].map { DiskCacheFixture.key($0) }
+        do {
+            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            for key in keys { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
+            try cache.executeForTesting("DROP TABLE backlog; PRAGMA user_version = 2;")
+            cache.close()
+        }
+        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        #expect(cache.statistics == (bytes: 200, entries: 2))
+        #expect(keys.allSatisfy { cache.thumbnail(for: $0) != nil })
+        #expect(cache.enqueueBacklog(["a.jpg"], maxRows: 10) == (added: 1, refused: 0))
+        #expect(cache.backlogRowCount == 1)
+    }
+
+    /// Every path in the backlog table.
+    static func backlogPaths(_ disk: DiskCache) -> [String] {
+        disk.backlogBatch(after: 0, limit: 100_000).map(\.assetPath)
+    }
+}
