@@ -29,7 +29,8 @@ extension ThumbnailPipeline {
         case .removed(let path):
             invalidate(assetPath: path)
         case .removedFolder(let folder):
-            for path in disk.assetPaths() where path.hasPrefix(folder + "/") { invalidate(assetPath: path) }
+            // The folder's rows only (a range of the index), dropped in one transaction.
+            for path in disk.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
         case .rescan:
             reconcileInBackground()
         }

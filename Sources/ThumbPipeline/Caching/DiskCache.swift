@@ -299,6 +299,68 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         }
     }
 
+    /// The assets under the relative folder `folder` (at any depth; "" is the root) that have
+    /// thumbnails or failures: one range of the `entries_by_asset` index and one of the
+    /// failures' key, so the work is the folder's rows, not the whole index.
+    public func assetPaths(under folder: String) -> Set<String> {
+        let (condition, bounds) = Self.rangeCondition(under: folder)
+        return state.withLock { (state: inout State) -> Set<String> in
+            guard let database = state.database else { return [] }
+            var paths: Set<String> = []
+            do throws(SQLiteError) {
+                try database.query("SELECT asset_path FROM entries WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+            } catch {
+                recover(from: error, &state)
+            }
+            return paths
+        }
+    }
+
+    /// Drops the thumbnails and failures of every asset under `folder` in one transaction (a
+    /// folder of 10k files is one commit, not 10k); returns those assets (for the memory cache).
+    @discardableResult
+    public func removeThumbnails(under folder: String) -> Set<String> {
+        let (condition, bounds) = Self.rangeCondition(under: folder)
+        return state.withLock { (state: inout State) -> Set<String> in
+            guard let database = state.database else { return [] }
+            var paths: Set<String> = []
+            var files: [(relative: String, size: Int)] = []
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    try database.query("SELECT asset_path, file_path, bytes FROM entries WHERE \(condition)", bounds) {
+                        paths.insert($0.text(0))
+                        files.append(($0.text(1), $0.int(2)))
+                    }
+                    try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                    try database.execute("DELETE FROM entries WHERE \(condition)", bounds)
+                    try database.execute("DELETE FROM failures WHERE \(condition)", bounds)
+                }
+            } catch {
+                recover(from: error, &state)
+                return []
+            }
+            for file in files {
+                DiskCacheFiles.remove(directory + "/" + file.relative)
+                state.totalBytes -= file.size
+                state.entryCount -= 1
+            }
+            return paths
+        }
+    }
+
+    /// The paths under `folder` as a range of the index, which orders them by SQLite's BINARY
+    /// collation (bytes, as `memcmp`): from "folder/" up to, not including, "folder0" — '0' is
+    /// the byte after '/', so the range holds every path that starts with "folder/" and nothing
+    /// else ("folder0", "folder.x", "folder b/x" sort outside it; multi-byte UTF-8 starts at
+    /// 0xC2, above both). The root ("") is every path.
+    static func rangeCondition(under folder: String) -> (sql: String, bounds: [SQLiteValue]) {
+        var prefix = Substring(folder)
+        while prefix.hasSuffix("/") { prefix = prefix.dropLast() }
+        guard !prefix.isEmpty else { return ("asset_path >= ''", []) }
+        return ("asset_path >= ? AND asset_path < ?", [.text(String(prefix) + "/"), .text(String(prefix) + "0")])
+    }
+
     /// Closes the index; afterwards lookups miss and inserts fail. Idempotent.
     public func close() {
         state.withLock { state in

@@ -48,6 +48,11 @@ final class SQLiteDatabase {
     let path: String
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    /// SQLite's own counters summed over every statement run through `query`: virtual-machine
+    /// steps (∝ rows visited) and steps of full table scans. For tests that a query visits only
+    /// its own rows.
+    private(set) var virtualMachineSteps = 0
+    private(set) var fullScanSteps = 0
 
     /// Opens (creating if needed) the database at `path`.
     init(path: String) throws(SQLiteError) {
@@ -101,6 +106,8 @@ final class SQLiteDatabase {
         let db = try connection(for: sql)
         let statement = try prepared(sql, db)
         defer {
+            virtualMachineSteps &+= Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_VM_STEP, 1))
+            fullScanSteps &+= Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1))
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
