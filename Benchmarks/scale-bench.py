@@ -15,9 +15,10 @@ real images from ../shared/corpus (100 per folder) and a cache holding one thumb
   burst_s         2,000 new files in a new folder (with the memory cache full) → 2,000 watcher
                   events handled (thumbd_watcher_events_total)
   rm_s            rm -rf of 100 folders (10k files, or half the tree when smaller) → their
-                  thumbnails gone from the index (thumbd_cache_entries{level="disk"})
+                  thumbnails gone from the index (thumbd_cache_entries{level="disk"}); restore_done:
+                  how many of them were pre-rendered again once the folders were moved back
   cold_s / cold_done   (N ≤ --cold-max) an empty cache: start → every pre-render done, and how
-                  many were done when it stopped (a stall of 60 s without progress ends the wait)
+                  many were done when it stopped (30 s without progress ends the wait)
 
 and once, independent of N, slot churn: 150,000 requests with new slots (past maxSlots) on one
 hot thumbnail, the worst and p99.9 latency, next to 150,000 requests on one slot (the control,
@@ -248,7 +249,8 @@ def measure_size(args, count, sources, slots_done):
             if index % PER_FOLDER == 0:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
             shutil.copyfile(sources[index % len(sources)], path)
-        wait_until(lambda: (metric(sock, "thumbd_cache_entries", 'level="disk"') or 0) >= disk_before, 600, 0.2)
+        # Moving the folders back in: every pre-render must be done eventually.
+        row["restore_done"] = wait_for_entries(sock, disk_before) - (disk_before - removed)
 
         if not slots_done and not args.no_slots:
             row.update(slot_churn(sock, probe))
@@ -260,20 +262,27 @@ def measure_size(args, count, sources, slots_done):
         shutil.rmtree(cold, ignore_errors=True)
         daemon = Daemon(args.thumbd, config, tree, cold, sock, log)
         try:
-            done, last_progress, last = 0, time.time(), -1
-            while time.time() - last_progress < 60:
-                done = int(metric(sock, "thumbd_cache_entries", 'level="disk"') or 0)
-                if done >= count:
-                    break
-                if done != last:
-                    last, last_progress = done, time.time()
-                time.sleep(0.5)
+            done = wait_for_entries(sock, count)
             row["cold_done"] = done
             row["cold_s"] = round(time.time() - daemon.started, 1) if done >= count else None
         finally:
             daemon.stop()
             shutil.rmtree(cold, ignore_errors=True)
     return row
+
+
+def wait_for_entries(sock, target, stall_s=30):
+    """Waits until the disk cache holds `target` entries, or nothing happened for `stall_s`
+    (work dropped, not queued): returns the entries held then."""
+    done, last, last_progress = 0, -1, time.time()
+    while time.time() - last_progress < stall_s:
+        done = int(metric(sock, "thumbd_cache_entries", 'level="disk"') or 0)
+        if done >= target:
+            break
+        if done != last:
+            last, last_progress = done, time.time()
+        time.sleep(0.5)
+    return done
 
 
 def slot_churn(sock, probe, requests=150_000):
@@ -316,7 +325,7 @@ def main():
         print(f"size {count}", file=sys.stderr)
         rows.append(measure_size(args, count, sources, slots_done=bool(rows)))
         print("  " + json.dumps(rows[-1]), file=sys.stderr)
-    keys = ["files", "first_hit_s", "ready_s", "sigterm_s", "idle_rss_mb", "memory_entries", "burst_s", "rm_files", "rm_s",
+    keys = ["files", "first_hit_s", "ready_s", "sigterm_s", "idle_rss_mb", "memory_entries", "burst_s", "rm_files", "rm_s", "restore_done",
             "cold_s", "cold_done", "batch_fill_s"]
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
