@@ -6,7 +6,8 @@ extension ThumbnailPipeline {
     /// assets are pre-rendered (at batch priority, for the `pregenerated` kinds), changed and
     /// deleted ones lose their thumbnails at once. Stop the returned watcher before `shutdown`.
     public func startWatching() throws(SystemError) -> FolderWatcher {
-        let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds) {
+        let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds,
+                                        coverage: watchCoverage) {
             [weak self] event in self?.handle(event)
         }
         try watcher.start()
@@ -39,13 +40,14 @@ extension ThumbnailPipeline {
         for path in disk.assetPaths() where !present.contains(path) && !scan.isUncertain(path) {
             invalidate(assetPath: path)
         }
-        for version in scan.versions { pregenerate(version.path) }
+        for version in scan.versions { pregenerate(version.path, scanned: version) }
     }
 
-    func pregenerate(_ path: String) {
+    /// `scanned`: the version a scan just read (see `prerender`).
+    func pregenerate(_ path: String, scanned: AssetVersion? = nil) {
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
-                prerender(assetPath: path, kind: kind, scale: scale, format: format)
+                prerender(assetPath: path, kind: kind, scale: scale, format: format, scanned: scanned)
             }
         }
     }

@@ -65,6 +65,14 @@ extension ThumbnailAPI {
         metric("thumbd_worker_restarts_total", "counter", "Render workers that ended and were replaced, by reason.",
                WorkerRestartReason.allCases.map { ("reason=\"\($0.rawValue)\"", Double(metrics.workers?.count($0) ?? 0)) })
         metric("thumbd_slots", "gauge", "Slots remembered.", [("", Double(metrics.liveSlots))])
+        metric("thumbd_watched_folders", "gauge", "Folders the folder watcher has an inotify watch on.", [("", Double(metrics.watchedFolders))])
+        metric("thumbd_unwatched_folders", "gauge",
+               "Folders left without a watch by the kernel's limit (fs.inotify.max_user_watches), rescanned periodically.",
+               [("", Double(metrics.unwatchedFolders))])
+        metric("thumbd_watch_failures_total", "counter", "Folder watches the kernel's limit refused, retries included.",
+               [("", Double(metrics.watchFailures))])
+        metric("thumbd_missed_folder_rescans_total", "counter", "Periodic rescans of the folders without a watch.",
+               [("", Double(metrics.missedFolderRescans))])
         return lines.joined(separator: "\n") + "\n"
     }
 }
