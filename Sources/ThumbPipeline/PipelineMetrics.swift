@@ -47,6 +47,13 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var backlog = BacklogMetrics()
     /// The background reconciles of start-up.
     public var startup = StartupProgress()
+    /// Folder watcher coverage (gauges): folders with a live watch, folders the kernel's watch
+    /// limit left without one (covered by periodic rescans).
+    public var watchedFolders = 0
+    public var unwatchedFolders = 0
+    /// Watches refused by the kernel's limit, retries included, and rescans of unwatched folders.
+    public var watchFailures = 0
+    public var missedFolderRescans = 0
 
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 

@@ -96,10 +96,13 @@ extension ThumbnailPipeline {
     /// with visible requests and keeps its job alive until done. False when refused.
     /// `group` names a prefetch batch that `cancelGroup` can withdraw.
     @discardableResult
-    /// `format` nil: the kind's preferred format.
+    /// `format` nil: the kind's preferred format. `scanned`: the version a scan of the root
+    /// (`AssetScanner`: confined, regular, not excluded) just read — no resolution again, whose
+    /// cost by path grows with the depth.
     public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil,
-                          format: EncoderSettings.Format? = nil) -> Bool {
-        guard let resolved = try? assets.resolve(assetPath) else { return false }
+                          format: EncoderSettings.Format? = nil, scanned: AssetVersion? = nil) -> Bool {
+        guard let resolved = scanned.map({ (absolutePath: assets.path + "/" + $0.path, version: $0) }) ?? (try? assets.resolve(assetPath))
+        else { return false }
         if disk.failure(for: resolved.version) != nil { return false }
         let encoder = configuration.encoder(for: kind, format: format)
         let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)

@@ -10,7 +10,8 @@ extension ThumbnailPipeline {
     /// drained at batch priority, for the `pregenerated` kinds), changed and deleted ones lose
     /// their thumbnails at once. Stop the returned watcher before `shutdown`.
     public func startWatching() throws(SystemError) -> FolderWatcher {
-        let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds) {
+        let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds,
+                                        coverage: watchCoverage) {
             [weak self] event in self?.handle(event)
         }
         try watcher.start()

@@ -24,6 +24,8 @@ public final class ThumbnailPipeline: Sendable {
     let workersDone = DispatchGroup()
     /// Worker process restarts by reason, every render thread's (for `/metrics`).
     let workerCounters = WorkerRestartCounters()
+    /// What the folder watcher covers (for `/metrics`), kept across watchers.
+    let watchCoverage = WatchCoverage()
     /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
     let checkpointHook: (@Sendable () -> Void)?
     /// Called when a worker has opened a source, before it reads it (tests change the file there).
@@ -113,6 +115,11 @@ public final class ThumbnailPipeline: Sendable {
             metrics.trimmedSlots = state.slots.trimmedSlots
             metrics.rememberedSlotTokens = state.slots.tokenMemory.count
             metrics.workers = workerCounters.snapshot()
+            let coverage = watchCoverage.snapshot
+            metrics.watchedFolders = coverage.watchedFolders
+            metrics.unwatchedFolders = coverage.unwatchedFolders
+            metrics.watchFailures = coverage.watchFailures
+            metrics.missedFolderRescans = coverage.missedFolderRescans
             return metrics
         }
         metrics.backlog = backlogMetrics

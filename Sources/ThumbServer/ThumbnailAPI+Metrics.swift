@@ -87,6 +87,14 @@ extension ThumbnailAPI {
                [("part=\"cache\"", startup.cacheReconciled ? 0 : 1), ("part=\"assets\"", startup.assetsReconciled ? 0 : 1)])
         metric("thumbd_reconcile_checked", "gauge", "What the start-up reconciles have looked at: cache index entries, assets.",
                [("part=\"cache\"", Double(startup.cacheFiles.rowsChecked)), ("part=\"assets\"", Double(startup.assetsChecked))])
+        metric("thumbd_watched_folders", "gauge", "Folders the folder watcher has an inotify watch on.", [("", Double(metrics.watchedFolders))])
+        metric("thumbd_unwatched_folders", "gauge",
+               "Folders left without a watch by the kernel's limit (fs.inotify.max_user_watches), rescanned periodically.",
+               [("", Double(metrics.unwatchedFolders))])
+        metric("thumbd_watch_failures_total", "counter", "Folder watches the kernel's limit refused, retries included.",
+               [("", Double(metrics.watchFailures))])
+        metric("thumbd_missed_folder_rescans_total", "counter", "Periodic rescans of the folders without a watch.",
+               [("", Double(metrics.missedFolderRescans))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

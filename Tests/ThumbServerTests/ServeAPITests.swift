@@ -117,7 +117,8 @@ struct ServeAPITests {
         for family in ["thumbd_http_requests_total", "thumbd_cache_hits_total", "thumbd_cache_misses_total",
                        "thumbd_render_seconds", "thumbd_queue_depth", "thumbd_superseded_total", "thumbd_cancelled_total",
                        "thumbd_wasted_render_cpu_seconds_total", "thumbd_watcher_events_total", "thumbd_cache_bytes",
-                       "thumbd_cache_entries"] {
+                       "thumbd_cache_entries", "thumbd_watched_folders", "thumbd_unwatched_folders", "thumbd_watch_failures_total",
+                       "thumbd_missed_folder_rescans_total"] {
             #expect(metrics.families.contains(family), "no \(family) in /metrics:\n\(metrics.text)")
         }
         for (key, count) in expected {
@@ -129,6 +130,7 @@ struct ServeAPITests {
         #expect(metrics.sum("thumbd_http_requests_total") == Double(expected.values.reduce(0, +) + metrics.requests("metrics", 200)))
         #expect(metrics["thumbd_cache_hits_total{level=\"memory\"}"] + metrics["thumbd_cache_hits_total{level=\"disk\"}"] == 1)
         #expect(metrics["thumbd_queue_depth{priority=\"visible\"}"] == 0)
+        #expect(metrics["thumbd_watched_folders"] >= 1 && metrics["thumbd_unwatched_folders"] == 0, "\(metrics.text)")
         #expect(metrics["thumbd_cache_entries{level=\"disk\"}"] == 1 && metrics["thumbd_cache_bytes{level=\"disk\"}"] > 0)
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }

@@ -41,9 +41,14 @@ enum AssetNames {
             open(absolutePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         }) else { return false }
         defer { close(descriptor) }
+        return sniffsAsImage(descriptor: descriptor)
+    }
+
+    /// Reads the first bytes of an open file and asks the decoders' sniffing.
+    static func sniffsAsImage(descriptor: Int32) -> Bool {
         var bytes = [UInt8](repeating: 0, count: 64)
         let count = (try? bytes.withUnsafeMutableBytes { buffer in
-            try systemCall("read \(absolutePath)") { read(descriptor, buffer.baseAddress, buffer.count) }
+            try systemCall("read for sniffing") { read(descriptor, buffer.baseAddress, buffer.count) }
         }) ?? 0
         return bytes.withUnsafeBytes { SourceFormat.sniff(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) } != nil
     }
@@ -58,63 +63,30 @@ enum AssetNames {
         folder.isEmpty ? name : folder + "/" + name
     }
 
-    /// Whether the absolute path is one of the root's excluded folders or inside one.
-    static func isExcluded(absolutePath: String, in root: AssetRoot) -> Bool {
-        root.excluded.contains { absolutePath == $0 || absolutePath.hasPrefix($0 + "/") }
+    /// Whether the folder at `relative` (not "") is one of the root's excluded folders or inside
+    /// one — compared by bytes, as the file system names them, and without building its
+    /// absolute path (which grows with the depth).
+    static func isExcluded(relative: String, in root: AssetRoot) -> Bool {
+        // The root itself excluded (or inside an excluded folder): everything under it is.
+        if root.excluded.contains(where: { root.path == $0 || root.path.hasPrefix($0 + "/") }) { return true }
+        return root.excludedInside.contains { relative == $0 || relative.utf8.starts(with: ($0 + "/").utf8) }
+    }
+
+    /// The parent folder of a relative path ("" for a name at the root), split by bytes: a
+    /// combining mark after a '/' makes one Swift Character of both (and a Prepend character
+    /// before one, too), so `lastIndex(of: "/")` on the characters would miss that slash.
+    static func parent(of relative: String) -> String {
+        let bytes = relative.utf8
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(decoding: bytes[..<slash], as: UTF8.self)
     }
 }
 
-/// One entry of a directory, read without following symlinks.
-struct DirectoryEntry {
-    enum Kind { case directory, regularFile, other }
-    var name: String
-    var kind: Kind
-}
-
-/// Lists a directory with `open(O_NOFOLLOW|O_DIRECTORY)` + `readdir`: a symlink in place of the
-/// directory fails with ELOOP/ENOTDIR, and entry kinds come from `d_type` (or `fstatat` without
-/// following links when the filesystem does not fill it in). Names that are not valid UTF-8 are
-/// skipped: they cannot be turned into a path string that resolves back to the same file.
-func listDirectory(_ absolutePath: String) throws(SystemError) -> [DirectoryEntry] {
-    let fd = try systemCall("open directory \(absolutePath)") {
-        open(absolutePath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+extension StringProtocol {
+    /// Whether this relative path lies under the relative folder `folder` ("" is the root),
+    /// comparing bytes as the file system does (see `AssetNames.parent(of:)`).
+    func isPath(under folder: String) -> Bool {
+        folder.isEmpty ? !isEmpty : utf8.count > folder.utf8.count && utf8.starts(with: folder.utf8)
+            && utf8.dropFirst(folder.utf8.count).first == UInt8(ascii: "/")
     }
-    guard let stream = fdopendir(fd) else {
-        let code = errno
-        close(fd)
-        throw SystemError(operation: "fdopendir \(absolutePath)", errno: code)
-    }
-    defer { closedir(stream) }
-    var entries: [DirectoryEntry] = []
-    while true {
-        errno = 0
-        guard let entry = readdir(stream) else {
-            let code = errno
-            if code == 0 { break }
-            if code == EINTR { continue }
-            throw SystemError(operation: "readdir \(absolutePath)", errno: code)
-        }
-        let decoded: String? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
-            let bytes = raw.prefix { $0 != 0 }
-            return String(validating: bytes, as: UTF8.self)
-        }
-        guard let name = decoded, name != ".", name != ".." else { continue }
-        var kind: DirectoryEntry.Kind
-        switch Int32(entry.pointee.d_type) {
-        case Int32(DT_DIR): kind = .directory
-        case Int32(DT_REG): kind = .regularFile
-        case Int32(DT_UNKNOWN):
-            var status = stat()
-            let folder = dirfd(stream)
-            if (try? systemCall("fstatat \(name)", { fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) })) == nil { continue }
-            switch status.st_mode & S_IFMT {
-            case S_IFDIR: kind = .directory
-            case S_IFREG: kind = .regularFile
-            default: kind = .other
-            }
-        default: kind = .other
-        }
-        entries.append(DirectoryEntry(name: name, kind: kind))
-    }
-    return entries
 }

@@ -17,11 +17,15 @@ public struct AssetScan: Sendable, Equatable {
     /// Regular image files, sorted by path.
     public var versions: [AssetVersion]
     public var failures: [Failure]
+    /// Folders listed.
+    public var folders = 0
+    /// The scan stopped at its limit: `versions` is a part.
+    public var truncated = false
 
     /// Whether `path` (relative) lies in a folder the scan could not read, so its absence from
     /// `versions` means nothing.
     public func isUncertain(_ path: String) -> Bool {
-        failures.contains { $0.path.isEmpty || path == $0.path || path.hasPrefix($0.path + "/") }
+        failures.contains { $0.path.isEmpty || path == $0.path || path.isPath(under: $0.path) }
     }
 }
 
@@ -42,31 +46,42 @@ public enum AssetScanner {
     /// The image files under the root (or under its relative folder `folder`), sorted by path,
     /// with every folder that could not be read.
     public static func scanReportingFailures(_ root: AssetRoot, under folder: String = "") -> AssetScan {
+        scan(root, under: folder, walk: FolderWalk(root: root))
+    }
+
+    /// The walk: folders opened relative to their parent and files looked at relative to their
+    /// folder, so a file costs the same at any depth (by absolute paths the kernel walked every
+    /// level for every file). With `limit`, it stops once more than `limit` images are found
+    /// (`truncated`; the versions are then a part, unsorted).
+    static func scan(_ root: AssetRoot, under folder: String, limit: Int = .max, walk: FolderWalk) -> AssetScan {
         var versions: [AssetVersion] = []
         var failures: [AssetScan.Failure] = []
-        var pending = [folder]
-        while let relative = pending.popLast() {
-            let absolute = AssetNames.absolute(relative, in: root)
+        var folders = 0
+        // A subfolder waits with its parent open (unless too many are), opened from it in turn.
+        var pending: [(parent: WalkFolder?, name: String, relative: String)] = [(nil, "", folder)]
+        while let next = pending.popLast() {
             let entries: [DirectoryEntry]
-            do {
-                entries = try listDirectory(absolute)
+            let current: WalkFolder
+            do throws(SystemError) {
+                current = try walk.open(next.name, relative: next.relative, in: next.parent)
+                entries = try walk.list(current)
             } catch {
-                failures.append(.init(path: relative, error: error))
+                failures.append(.init(path: next.relative, error: error))
                 continue
             }
+            folders += 1
             for entry in entries where !AssetNames.isHidden(entry.name) {
-                let path = AssetNames.join(relative, entry.name)
+                let path = AssetNames.join(current.relative, entry.name)
                 switch entry.kind {
                 case .directory:
-                    if !AssetNames.isExcluded(absolutePath: absolute + "/" + entry.name, in: root) {
-                        pending.append(path)
+                    if !AssetNames.isExcluded(relative: path, in: root) {
+                        pending.append((walk.mayKeepFolders ? current : nil, entry.name, path))
                     }
                 case .regularFile:
-                    let file = absolute + "/" + entry.name
-                    guard AssetNames.isImageFile(entry.name, absolutePath: file) else { continue }
-                    var status = stat()
-                    do {
-                        try systemCall("lstat \(path)") { lstat(file, &status) }
+                    guard walk.isImageFile(entry.name, in: current) else { continue }
+                    let status: stat
+                    do throws(SystemError) {
+                        status = try walk.status(of: entry.name, in: current)
                     } catch {
                         // Gone since the listing: not an asset any more.
                         if error.errno != ENOENT { failures.append(.init(path: path, error: error)) }
@@ -74,6 +89,7 @@ public enum AssetScanner {
                     }
                     guard (status.st_mode & S_IFMT) == S_IFREG else { continue }
                     versions.append(version(of: path, status))
+                    if versions.count > limit { return AssetScan(versions: versions, failures: failures, folders: folders, truncated: true) }
                 case .other:
                     continue
                 }
@@ -81,7 +97,7 @@ public enum AssetScanner {
         }
         versions.sort { $0.path < $1.path }
         failures.sort { $0.path < $1.path }
-        return AssetScan(versions: versions, failures: failures)
+        return AssetScan(versions: versions, failures: failures, folders: folders)
     }
 
     static func version(of path: String, _ status: stat) -> AssetVersion {

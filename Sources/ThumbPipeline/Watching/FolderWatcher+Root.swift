@@ -3,13 +3,17 @@
 extension FolderWatcher {
     /// Whether the root at its path is still the folder watched; re-arms once one is back.
     func checkRoot() {
+        // A root the watch limit refused is the retries' (`FolderWatcher+Missed`), not lost.
+        guard !missed.rootMissed else { return }
         let current = FolderIdentity(of: root.path)
         if let watched = watchedRoot.withLock({ $0 }) {
             // Moved or replaced without an event for the root itself (a parent was renamed).
             if current != watched { loseRoot("is no longer the folder watched at that path") }
         } else if current != nil {
             let failures = addTree("", reportFiles: false)
-            guard !failures.contains(where: { $0.path.isEmpty }), watchedRoot.withLock({ $0 }) != nil else { return }
+            let refusedByLimit = failures.contains { $0.path.isEmpty && Self.isWatchLimit($0.error) }
+            guard refusedByLimit || (!failures.contains(where: { $0.path.isEmpty }) && watchedRoot.withLock({ $0 }) != nil) else { return }
+            noteMissed(failures, reportFiles: false)
             log.notice("asset root \(root.path) is back: watching it again and reconciling the cache with it")
             handler(.rescan)
         }

@@ -16,10 +16,19 @@ import ThumbSystem
 ///   reported even if a writer still has them open; their close is then reported again.
 /// - The handler runs on the watcher thread, one event at a time, in order. A slow handler lets
 ///   the kernel queue overflow, which is reported as `.rescan` (and logged at warning).
+/// - A regular file that appears as a hard link (`IN_CREATE` with more than one link: `ln`,
+///   `cp -l`, `rsync --link-dest`) is reported `.changed` at once: a link is of a file already
+///   written, and no close will follow. A file created with one link is reported at its close.
 /// - The root moved away, deleted or replaced (its own events, or its identity at `path`
 ///   changing under a renamed parent) drops every watch and is reported `.rescan`; the watcher
 ///   then looks for a folder at the root's path every `rootPollSeconds`, watches it again when
 ///   one is there and reports `.rescan` once more. Both are logged.
+/// - Folders the kernel's watch limit (`fs.inotify.max_user_watches`) leaves unwatched are
+///   logged (rate-limited, with the count and the sysctl to raise), counted in `coverage`,
+///   tried again and rescanned on the same timer: what changed in them meanwhile is reported
+///   `.changed`/`.removed` (see `FolderWatcher+Missed.swift`).
+/// - Folders are walked descriptor-relative (`FolderWalk`): the kernel resolves one name per
+///   call, so a folder costs the same at any depth.
 /// - `stop()` must be called: the thread keeps the watcher alive until then.
 public final class FolderWatcher: @unchecked Sendable {
     public enum Event: Sendable, Hashable {
@@ -44,7 +53,16 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Overflows since the last one was logged (watcher thread only), and when that was.
     var overflowsUnlogged = 0
     var overflowLoggedAt: ContinuousClock.Instant?
-    private let inotifyFD: Int32
+    /// Watched, unwatched and refused folders, for `/metrics`.
+    public let coverage: WatchCoverage
+    /// Adds one watch (`inotify_add_watch`; tests refuse chosen folders with ENOSPC).
+    let watchAdder: WatchAdder
+    /// Folders the watch limit left out (the thread that adds watches only: `start`, then the
+    /// watcher thread).
+    var missed = MissedFolders()
+    /// Path bytes the walks handed the kernel, and in how many calls (for tests).
+    let kernelPaths = Mutex<(bytes: Int, calls: Int)>((0, 0))
+    let inotifyFD: Int32
     /// The stop channel (a socket pair: Glibc's Swift module has neither `pipe2` nor `eventfd`,
     /// and `pipe` + `fcntl` would leak the fds into a concurrent fork): `stop()` writes a byte,
     /// which wakes `poll`.
@@ -52,7 +70,7 @@ public final class FolderWatcher: @unchecked Sendable {
     private let wakeWriteFD: Int32
     private let stopping = Atomic<Bool>(false)
     private let control = Mutex<Control>(Control())
-    private let table = Mutex<WatchTable>(WatchTable())
+    let table = Mutex<WatchTable>(WatchTable())
 
     private struct Control {
         enum Phase { case idle, running, stopped }
@@ -60,8 +78,9 @@ public final class FolderWatcher: @unchecked Sendable {
         var thread: pthread_t?
     }
 
-    /// What every folder watch asks for. `IN_CREATE` only matters for folders (files count at
-    /// close); `IN_ONLYDIR|IN_DONT_FOLLOW` refuse a path that became a file or a symlink.
+    /// What every folder watch asks for. `IN_CREATE` matters for folders and hard links (other
+    /// files count at close); `IN_ONLYDIR|IN_DONT_FOLLOW` refuse a path that became a file or a
+    /// symlink (a watch by `/proc/self/fd/N` drops `IN_DONT_FOLLOW`: that link is the folder).
     static let watchMask: UInt32 = UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM)
         | UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)
         | UInt32(IN_ONLYDIR) | UInt32(IN_DONT_FOLLOW) | UInt32(IN_EXCL_UNLINK)
@@ -69,11 +88,19 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Size of the read buffer: room for hundreds of events per read.
     static let bufferSize = 64 * 1024
 
-    public init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
-                handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+    public convenience init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
+                            coverage: WatchCoverage = WatchCoverage(),
+                            handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+        try self.init(root: root, log: log, rootPollSeconds: rootPollSeconds, coverage: coverage, watchAdder: .inotify, handler: handler)
+    }
+
+    init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2, coverage: WatchCoverage = WatchCoverage(),
+         watchAdder: WatchAdder, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         self.root = root
         self.handler = handler
         self.log = log
+        self.coverage = coverage
+        self.watchAdder = watchAdder
         self.rootPollSeconds = rootPollSeconds.isFinite ? min(max(rootPollSeconds, 0.01), 3600) : 2
         inotifyFD = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
         var pipeFDs: [Int32] = [-1, -1]
@@ -95,8 +122,9 @@ public final class FolderWatcher: @unchecked Sendable {
     }
 
     /// Watches every folder under the root, then starts the watcher thread. Changes made after
-    /// this returns are reported. Fails if the root cannot be watched or the kernel's watch
-    /// limit (`fs.inotify.max_user_watches`) is reached. A watcher starts once.
+    /// this returns are reported. Fails if the root cannot be opened or watched, except for the
+    /// kernel's watch limit: the folders it leaves out (the root too) are then covered by the
+    /// retries and rescans of `FolderWatcher+Missed`. A watcher starts once.
     public func start() throws(SystemError) {
         try control.withLock { (control: inout Control) throws(SystemError) in
             guard control.phase == .idle else {
@@ -106,9 +134,10 @@ public final class FolderWatcher: @unchecked Sendable {
         }
         do throws(SystemError) {
             let failures = addTree("", reportFiles: false)
-            if let fatal = failures.first(where: { $0.path.isEmpty || $0.error.errno == ENOSPC || $0.error.errno == ENOMEM }) {
+            if let fatal = failures.first(where: { $0.path.isEmpty && !Self.isWatchLimit($0.error) }) {
                 throw fatal.error
             }
+            noteMissed(failures, reportFiles: false)
             var thread = pthread_t()
             let context = Unmanaged.passRetained(self).toOpaque()
             let code = pthread_create(&thread, nil, { context in
@@ -175,6 +204,7 @@ public final class FolderWatcher: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             if fds[0].revents != 0 { drain(buffer) }
             if !isStopping { checkRoot() }
+            if !isStopping { retryMissedIfDue() }
         }
     }
 
@@ -238,7 +268,7 @@ public final class FolderWatcher: @unchecked Sendable {
         }
         guard let folder = table.withLock({ $0.paths[event.wd] }) else { return }  // A dropped watch.
         if has(mask, IN_IGNORED) {
-            table.withLock { $0.remove(wd: event.wd) }
+            changeTable { $0.remove(wd: event.wd) }
             if folder.isEmpty { loseRoot("lost its watch") }
             return
         }
@@ -254,116 +284,43 @@ public final class FolderWatcher: @unchecked Sendable {
         if AssetNames.isHidden(name) { return }
         let path = AssetNames.join(folder, name)
         if has(mask, IN_ISDIR) {
-            if AssetNames.isExcluded(absolutePath: AssetNames.absolute(path, in: root), in: root) { return }
+            if AssetNames.isExcluded(relative: path, in: root) { return }
             if has(mask, IN_DELETE) || has(mask, IN_MOVED_FROM) {
                 dropTree(path)
                 handler(.removedFolder(path: path))
             }
             if has(mask, IN_CREATE) || has(mask, IN_MOVED_TO) {
-                _ = addTree(path, reportFiles: true)
+                noteMissed(addTree(path, reportFiles: true), reportFiles: true)
             }
         } else if AssetNames.isImageName(name) {
             if has(mask, IN_DELETE) || has(mask, IN_MOVED_FROM) {
                 handler(.removed(path: path))
             }
-            if has(mask, IN_CLOSE_WRITE) || has(mask, IN_MOVED_TO),
-               AssetNames.isImageFile(name, absolutePath: AssetNames.absolute(path, in: root)) {
+            let absolute = AssetNames.absolute(path, in: root)
+            if has(mask, IN_CLOSE_WRITE) || has(mask, IN_MOVED_TO) {
+                if AssetNames.isImageFile(name, absolutePath: absolute) { handler(.changed(path: path)) }
+            } else if has(mask, IN_CREATE), Self.isHardLink(absolute), AssetNames.isImageFile(name, absolutePath: absolute) {
                 handler(.changed(path: path))
             }
         }
     }
 
-    // MARK: - Watches
-
-    struct WatchFailure {
-        var path: String
-        var error: SystemError
+    /// A regular file with more than one link when it appears: made by `link(2)` from a file
+    /// that exists already (whole, as far as anyone can tell: no close of a write will follow).
+    /// One link means `open(O_CREAT)`: a writer may still be at it, and its close counts.
+    static func isHardLink(_ absolutePath: String) -> Bool {
+        var status = stat()
+        guard (try? systemCall("lstat \(absolutePath)", { lstat(absolutePath, &status) })) != nil else { return false }
+        return (status.st_mode & S_IFMT) == S_IFREG && status.st_nlink > 1
     }
 
-    /// Watches `path` and every folder under it, each watched before it is listed; reports the
-    /// images found when `reportFiles`. Returns the folders that could not be watched.
+    /// Changes the watch table and keeps the watched-folders gauge current.
     @discardableResult
-    func addTree(_ path: String, reportFiles: Bool) -> [WatchFailure] {
-        var seen = Set<Int32>()
-        return addTree(path, reportFiles: reportFiles, seen: &seen)
-    }
-
-    /// `addTree`, collecting the wds of the folders watched into `seen`.
-    @discardableResult
-    private func addTree(_ path: String, reportFiles: Bool, seen: inout Set<Int32>) -> [WatchFailure] {
-        var failures: [WatchFailure] = []
-        var pending = [path]
-        while let relative = pending.popLast(), !isStopping {
-            let absolute = AssetNames.absolute(relative, in: root)
-            do {
-                let wd = try systemCall("inotify_add_watch \(absolute)") {
-                    inotify_add_watch(inotifyFD, absolute, Self.watchMask)
-                }
-                seen.insert(wd)
-                let stale = table.withLock { $0.insert(wd: wd, path: relative) }
-                if let stale { unwatch(stale) }
-                if relative.isEmpty {
-                    let identity = FolderIdentity(of: absolute)
-                    watchedRoot.withLock { $0 = identity }
-                }
-            } catch {
-                // At run time a folder gone or replaced (ENOENT/ENOTDIR) since it was seen has
-                // its own event coming; `start()` fails on the root or on the watch limit.
-                failures.append(WatchFailure(path: relative, error: error))
-                continue
-            }
-            guard let entries = try? listDirectory(absolute) else { continue }
-            for entry in entries where !AssetNames.isHidden(entry.name) {
-                let child = AssetNames.join(relative, entry.name)
-                switch entry.kind {
-                case .directory:
-                    if !AssetNames.isExcluded(absolutePath: absolute + "/" + entry.name, in: root) {
-                        pending.append(child)
-                    }
-                case .regularFile:
-                    if reportFiles && !isStopping && AssetNames.isImageFile(entry.name, absolutePath: absolute + "/" + entry.name) {
-                        handler(.changed(path: child))
-                    }
-                case .other:
-                    break
-                }
-            }
+    func changeTable<Result>(_ body: (inout WatchTable) -> Result) -> Result {
+        table.withLock { table in
+            let result = body(&table)
+            coverage.watchedFolders.store(table.wds.count, ordering: .relaxed)
+            return result
         }
-        return failures
-    }
-
-    /// inotify_rm_watch; EINVAL when the kernel dropped the watch already (it is then moot).
-    private func unwatch(_ wd: Int32) {
-        let fd = inotifyFD
-        _ = try? systemCall("inotify_rm_watch \(wd)") { inotify_rm_watch(fd, wd) }
-    }
-
-    /// Forgets and unwatches `path` and every folder under it.
-    private func dropTree(_ path: String) {
-        let removed = table.withLock { $0.removeTree(path) }
-        for wd in removed { unwatch(wd) }
-    }
-
-    func dropAll() {
-        let removed = table.withLock { table in
-            defer { table = WatchTable() }
-            return Array(table.paths.keys)
-        }
-        for wd in removed { unwatch(wd) }
-    }
-
-    /// After lost events: watches every folder present now (a re-add of a watched folder gives
-    /// its existing wd, renamed to its current path) and drops the watches not seen.
-    private func resynchronize() {
-        guard table.withLock({ $0.wds[""] }) != nil else { return }  // The root is gone.
-        var seen = Set<Int32>()
-        addTree("", reportFiles: false, seen: &seen)
-        // Anything the walk did not re-add still maps to an old path: drop it.
-        let stale = table.withLock { table -> [Int32] in
-            let stale = table.paths.keys.filter { !seen.contains($0) }
-            for wd in stale { table.remove(wd: wd) }
-            return stale
-        }
-        for wd in stale { unwatch(wd) }
     }
 }

@@ -1,13 +1,23 @@
 /// The live folder watches: wd → relative path and back. Holds only watched folders: entries
 /// leave on `IN_IGNORED`, on the parent's delete/move-away event, or on a conflict.
+///
+/// `children` indexes the paths by parent (every ancestor of a watched path has its node, so
+/// the chain is whole even where a folder in between has no watch), which makes `removeTree`
+/// cost the subtree's size instead of a filter over every watch.
 struct WatchTable {
     var paths: [Int32: String] = [:]
+    /// Exactly the folders (relative; "" is the root) that have a live watch now.
     var wds: [String: Int32] = [:]
+    /// Path → the paths one level below it that are watched or lead to a watched one.
+    private(set) var children: [String: Set<String>] = [:]
 
     /// Records `wd` at `path`. Returns a different wd that was recorded at `path` (a folder
     /// replaced before its removal was seen), now forgotten, for the caller to unwatch.
     mutating func insert(wd: Int32, path: String) -> Int32? {
-        if let old = paths[wd], old != path { wds[old] = nil }
+        if let old = paths[wd], old != path {
+            wds[old] = nil
+            prune(old)
+        }
         paths[wd] = path
         var stale: Int32?
         if let other = wds[path], other != wd {
@@ -15,22 +25,67 @@ struct WatchTable {
             stale = other
         }
         wds[path] = wd
+        link(path)
         return stale
     }
 
     mutating func remove(wd: Int32) {
         guard let path = paths.removeValue(forKey: wd) else { return }
-        if wds[path] == wd { wds[path] = nil }
+        if wds[path] == wd {
+            wds[path] = nil
+            prune(path)
+        }
     }
 
     /// Forgets `path` and its subfolders; returns their wds.
     mutating func removeTree(_ path: String) -> [Int32] {
-        let prefix = path + "/"
-        let removed = wds.filter { $0.key == path || $0.key.hasPrefix(prefix) }
-        for (key, wd) in removed {
-            wds[key] = nil
-            paths[wd] = nil
+        var removed: [Int32] = []
+        var pending = [path]
+        while let node = pending.popLast() {
+            if let wd = wds.removeValue(forKey: node) {
+                paths[wd] = nil
+                removed.append(wd)
+            }
+            if let below = children.removeValue(forKey: node) { pending += below }
         }
-        return Array(removed.values)
+        unlinkFromParent(path)
+        return removed
+    }
+
+    /// Adds `path` under its parent, and the parent under its own, until a node that is linked
+    /// already (its ancestors then are too).
+    private mutating func link(_ path: String) {
+        var node = path
+        while !node.isEmpty {
+            let parent = AssetNames.parent(of: node)
+            guard children[parent, default: []].insert(node).inserted else { return }
+            node = parent
+        }
+    }
+
+    /// Removes `path`'s node when nothing is watched at or below it, then its parent's likewise.
+    private mutating func prune(_ path: String) {
+        var node = path
+        while wds[node] == nil, children[node]?.isEmpty ?? true {
+            children[node] = nil
+            guard !node.isEmpty else { return }
+            let parent = AssetNames.parent(of: node)
+            unlink(node, from: parent)
+            node = parent
+        }
+    }
+
+    /// Takes `path` (already emptied) out of its parent's node, and prunes the parent.
+    private mutating func unlinkFromParent(_ path: String) {
+        guard !path.isEmpty else { return }
+        let parent = AssetNames.parent(of: path)
+        unlink(path, from: parent)
+        prune(parent)
+    }
+
+    private mutating func unlink(_ path: String, from parent: String) {
+        // In place: a copy of a big folder's set per unlink would make removals quadratic.
+        children[parent]?.remove(path)
+        if children[parent]?.isEmpty == true { children[parent] = nil }
     }
 }
