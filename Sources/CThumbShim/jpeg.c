@@ -27,6 +27,11 @@ struct CThumb_JPEGDecoder {
     void *cancelContext;
     unsigned long cancelWorkMCUs;   // MCU rows' worth of MCUs consumed since the check was last asked
     int cancelled;                  // a phase was abandoned on the check's word: libjpeg's state is void
+    const uint8_t *data;            // the file (borrowed)
+    size_t length;
+    int selectsScans;
+    uint8_t *keptStream;            // what libjpeg reads after the header when scans were skipped
+    size_t skippedScanBytes;
 };
 
 // A progressive file's scans are all consumed inside jpeg_start_decompress, and libjpeg calls the
@@ -100,6 +105,9 @@ CThumb_JPEGDecoder *CThumb_JPEGDecoderCreate(const uint8_t *data, size_t length,
     decoder->progress.progress_monitor = CThumb_jpegProgress;
     decoder->info.progress = &decoder->progress;
     if (maxMemoryBytes > 0) decoder->info.mem->max_memory_to_use = maxMemoryBytes;
+    decoder->data = data;
+    decoder->length = length;
+    decoder->selectsScans = 1;
     jpeg_mem_src(&decoder->info, data, (unsigned long)length);
     jpeg_save_markers(&decoder->info, JPEG_APP0 + 1, 0xFFFF);
     jpeg_save_markers(&decoder->info, JPEG_APP0 + 2, 0xFFFF);
@@ -113,9 +121,14 @@ void CThumb_JPEGDecoderSetCancelCheck(CThumb_JPEGDecoder *decoder, CThumb_Cancel
     decoder->cancelWorkMCUs = CThumb_jpegMCUsPerCancelCheck; // the first monitor call asks
 }
 
+void CThumb_JPEGDecoderSetScanSelection(CThumb_JPEGDecoder *decoder, int enabled) {
+    decoder->selectsScans = enabled;
+}
+
 void CThumb_JPEGDecoderDestroy(CThumb_JPEGDecoder *decoder) {
     if (!decoder) return;
     jpeg_destroy_decompress(&decoder->info);
+    free(decoder->keptStream);
     free(decoder);
 }
 
@@ -165,6 +178,45 @@ int CThumb_JPEGCopyICCProfile(CThumb_JPEGDecoder *decoder, uint8_t **profile, un
     return 1;
 }
 
+// Called with the output scale set, before jpeg_start_decompress (whose setjmp covers it). A
+// progressive file's scans are all consumed by jpeg_start_decompress; when some component's
+// blocks decode to a single pixel, the memory source is pointed at the stream without that
+// component's AC scans, from where libjpeg's header read stopped (the first scan's entropy-coded
+// data, alike in both streams). The whole file's progression leaves every coefficient known, so
+// libjpeg would not smooth blocks; without the skipped scans it would think them unknown and
+// smooth (moving DC values too): smoothing is turned off to decode exactly what the file does.
+static void CThumb_jpegSelectScans(CThumb_JPEGDecoder *decoder) {
+    struct jpeg_decompress_struct *info = &decoder->info;
+    if (!decoder->selectsScans || decoder->keptStream || !info->progressive_mode || info->arith_code) return;
+    jpeg_calc_output_dimensions(info);
+    unsigned acComponents = 0;
+    int dcOnly = 0;
+    for (int ci = 0; ci < info->num_components && ci < 32; ci++) {
+        const jpeg_component_info *component = &info->comp_info[ci];
+#if JPEG_LIB_VERSION >= 70
+        int onePixel = component->DCT_h_scaled_size == 1 && component->DCT_v_scaled_size == 1;
+#else
+        int onePixel = component->DCT_scaled_size == 1;
+#endif
+        if (onePixel) dcOnly = 1;
+        else acComponents |= 1u << ci;
+    }
+    if (!dcOnly) return;
+    uint8_t *kept = NULL;
+    CThumb_JPEGScanSelection selection;
+    if (CThumb_JPEGKeepScans(decoder->data, decoder->length, acComponents, decoder->maxScans, &kept,
+                             &selection) != 1) return;
+    if (info->src->next_input_byte != decoder->data + selection.headerBytes ||
+        info->src->bytes_in_buffer != decoder->length - selection.headerBytes) {
+        free(kept); // libjpeg stopped elsewhere than the walk: leave the file whole
+        return;
+    }
+    decoder->keptStream = kept;
+    decoder->skippedScanBytes = selection.skippedBytes;
+    jpeg_mem_src(info, kept + selection.headerBytes, (unsigned long)(selection.keptBytes - selection.headerBytes));
+    info->do_block_smoothing = FALSE;
+}
+
 int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t *outputWidth,
                      uint32_t *outputHeight, int *outputComponents) {
     if (decoder->cancelled) return CTHUMB_CANCELLED;
@@ -188,6 +240,7 @@ int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t
     info->scale_num = 1;
     info->scale_denom = (unsigned int)scaleDenominator;
     info->dct_method = JDCT_ISLOW;
+    CThumb_jpegSelectScans(decoder);
     jpeg_start_decompress(info);
     decoder->started = 1;
     *outputWidth = info->output_width;
@@ -218,6 +271,10 @@ const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder) {
 }
 
 int CThumb_JPEGWarningCount(const CThumb_JPEGDecoder *decoder) { return decoder->error.warnings; }
+
+size_t CThumb_JPEGSkippedScanBytes(const CThumb_JPEGDecoder *decoder) { return decoder->skippedScanBytes; }
+
+int CThumb_JPEGScansRead(const CThumb_JPEGDecoder *decoder) { return decoder->info.input_scan_number; }
 
 const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder) {
     return decoder->error.firstWarning;

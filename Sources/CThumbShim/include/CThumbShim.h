@@ -76,6 +76,35 @@ const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder);
 /// Number of corrupt-data warnings seen so far, and the first one's text.
 int CThumb_JPEGWarningCount(const CThumb_JPEGDecoder *decoder);
 const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder);
+/// Scan selection (on by default): at a scale where some component's blocks decode to one pixel
+/// (1/8), CThumb_JPEGStart hands libjpeg a progressive file without those components' AC scans
+/// (see CThumb_JPEGKeepScans), which the 1x1 IDCT never reads: the same pixels from a fraction of
+/// the entropy decoding. Call before CThumb_JPEGStart; 0 decodes every scan.
+void CThumb_JPEGDecoderSetScanSelection(CThumb_JPEGDecoder *decoder, int enabled);
+/// After CThumb_JPEGStart: bytes of the file libjpeg was not given (0: the file was decoded whole).
+size_t CThumb_JPEGSkippedScanBytes(const CThumb_JPEGDecoder *decoder);
+/// After CThumb_JPEGStart: scans libjpeg read (all of a progressive file's kept scans).
+int CThumb_JPEGScansRead(const CThumb_JPEGDecoder *decoder);
+
+// MARK: - Progressive JPEG scan selection
+
+/// What CThumb_JPEGKeepScans made of a stream.
+typedef struct {
+    int scans;            ///< scans in the stream
+    int keptScans;        ///< scans in the kept stream
+    size_t keptBytes;     ///< length of the kept stream
+    size_t headerBytes;   ///< where the first scan's entropy-coded data starts (alike in both streams)
+    size_t skippedBytes;  ///< bytes of the stream's skipped scans (SOS segments and entropy-coded data)
+} CThumb_JPEGScanSelection;
+
+/// Copies a progressive Huffman (SOF2) stream without the AC scans of the components that need
+/// only their DC coefficients (bit i of `acComponents` set: the frame's i-th component needs its
+/// AC scans) into a malloc'd buffer (free with CThumb_Free). Returns 1 with `*output` and
+/// `*selection` set, or 0 when the stream is to be decoded whole: nothing to skip, more than
+/// `maxScans` scans, or anything libjpeg could decode differently without the skipped scans
+/// (a damaged or unparsable stream, a progression libjpeg warns about or leaves unfinished).
+int CThumb_JPEGKeepScans(const uint8_t *data, size_t length, unsigned acComponents, int maxScans,
+                         uint8_t **output, CThumb_JPEGScanSelection *selection);
 
 // MARK: - JPEG encoding
 

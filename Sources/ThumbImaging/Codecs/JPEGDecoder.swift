@@ -11,7 +11,10 @@ final class JPEGDecoder {
     let header: CThumb_JPEGHeader
     let orientation: Orientation
 
-    init(source: SourceBytes, limits: ImageLimits, isCancelled: CancellationCheck? = nil) throws(ImagingError) {
+    /// `selectsScans`: at 1/8, decode a progressive file from the scans its pixels show (see
+    /// `CThumb_JPEGKeepScans`); false decodes every scan (the tests' reference).
+    init(source: SourceBytes, limits: ImageLimits, isCancelled: CancellationCheck? = nil,
+         selectsScans: Bool = true) throws(ImagingError) {
         guard let handle = CThumb_JPEGDecoderCreate(source.pointer, source.count, Int32(clamping: limits.maxProgressiveScans),
                                                     limits.maxDecoderMemoryBytes) else {
             throw .undecodable(reason: "cannot create a JPEG decoder (out of memory)")
@@ -20,6 +23,7 @@ final class JPEGDecoder {
         self.source = source
         cancellation = isCancelled.map(CancellationContext.init)
         if let cancellation { CThumb_JPEGDecoderSetCancelCheck(handle, CancellationContext.ask, cancellation.pointer) }
+        if !selectsScans { CThumb_JPEGDecoderSetScanSelection(handle, 0) }
         var header = CThumb_JPEGHeader()
         guard CThumb_JPEGReadHeader(handle, &header) == 0 else {
             let message = String(cString: CThumb_JPEGErrorMessage(handle))
@@ -64,6 +68,14 @@ final class JPEGDecoder {
         guard count >= 0 else { throw failure(count) }
         return Int(count)
     }
+
+    /// After `start`: bytes of the file libjpeg was not given (the skipped AC scans; 0: decoded whole).
+    var skippedScanBytes: Int { CThumb_JPEGSkippedScanBytes(handle) }
+
+    /// After `start`: the scans libjpeg read.
+    var scansRead: Int { Int(CThumb_JPEGScansRead(handle)) }
+
+    var warningCount: Int { Int(CThumb_JPEGWarningCount(handle)) }
 
     /// Corrupt-data warnings: the count and the first message.
     var warning: String? {

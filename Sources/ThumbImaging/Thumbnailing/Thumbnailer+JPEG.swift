@@ -1,9 +1,10 @@
 extension Thumbnailer {
     /// JPEG: header → limits → DCT scale chosen from the geometry → rows in batches into the
     /// block shrinker → Lanczos. Never holds the full-resolution frame unless no reduction is possible.
-    func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest],
-                    isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
-        let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled)
+    /// `selectsScans` false decodes every scan of a progressive file (the tests' reference).
+    func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest], isCancelled: CancellationCheck?,
+                    selectsScans: Bool = true) throws(ImagingError) -> [DecodedThumbnail] {
+        let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled, selectsScans: selectsScans)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
         let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                           sourceOrientation: decoder.orientation, allowsDCT: true)
@@ -50,7 +51,8 @@ extension Thumbnailer {
             let pixels = finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
             let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
-                                    orientation: output.orientation, colorTransform: rgbTransform, warning: warning)
+                                    orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
+                                    skippedScanBytes: decoder.skippedScanBytes)
         }
     }
 }

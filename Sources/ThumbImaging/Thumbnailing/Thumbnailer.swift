@@ -175,4 +175,6 @@ struct DecodedThumbnail {
     var orientation: Orientation
     var colorTransform: ColorProfileTransform?
     var warning: String?
+    /// Bytes of a progressive JPEG's scans that the decode skipped (see `JPEGDecoder.skippedScanBytes`).
+    var skippedScanBytes = 0
 }
