@@ -28,6 +28,11 @@ public final class ThumbnailPipeline: Sendable {
     let checkpointHook: (@Sendable () -> Void)?
     /// Called when a worker has opened a source, before it reads it (tests change the file there).
     let sourceOpenedHook: (@Sendable (AssetVersion) -> Void)?
+    /// Called when a request has resolved its asset and looked in the caches, before it keeps
+    /// a disk hit in memory and vouches for the version found (tests let an event come between).
+    let resolvedHook: (@Sendable (AssetVersion) -> Void)?
+    /// The watcher vouched versions rest on (nil: none running, nothing vouched; `VouchedVersions`).
+    let vouching = Mutex<VouchingWatch?>(nil)
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -36,9 +41,10 @@ public final class ThumbnailPipeline: Sendable {
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
     /// to line requests up deterministically.
     init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil,
-         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
+         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil, resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
         self.checkpointHook = checkpointHook
         self.sourceOpenedHook = sourceOpenedHook
+        self.resolvedHook = resolvedHook
         self.configuration = configuration
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
         // The cache first: its real path (created if need be) is what the asset root excludes.
@@ -102,6 +108,7 @@ public final class ThumbnailPipeline: Sendable {
             metrics.runningJobs = state.jobs.runningJobs
             metrics.liveSlots = state.slots.count
             metrics.workers = workerCounters.snapshot()
+            metrics.vouchedAssets = memory.vouchCount
             return metrics
         }
     }
@@ -119,6 +126,7 @@ public final class ThumbnailPipeline: Sendable {
         }
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()
+        endVouching()
         disk.close()
     }
 }

@@ -65,6 +65,11 @@ extension ThumbnailAPI {
         metric("thumbd_worker_restarts_total", "counter", "Render workers that ended and were replaced, by reason.",
                WorkerRestartReason.allCases.map { ("reason=\"\($0.rawValue)\"", Double(metrics.workers?.count($0) ?? 0)) })
         metric("thumbd_slots", "gauge", "Slots remembered.", [("", Double(metrics.liveSlots))])
+        metric("thumbd_vouched_hits_total", "counter", "Memory hits on a version the folder watcher vouches for (no syscall).",
+               [("", Double(metrics.vouchedHits))])
+        metric("thumbd_asset_resolves_total", "counter", "Requests that looked at their asset file (open, openat2, fstat).",
+               [("", Double(metrics.assetResolves))])
+        metric("thumbd_vouched_assets", "gauge", "Assets whose version the folder watcher vouches for.", [("", Double(metrics.vouchedAssets))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

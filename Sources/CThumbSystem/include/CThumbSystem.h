@@ -2,6 +2,7 @@
 #ifndef CTHUMB_SYSTEM_H
 #define CTHUMB_SYSTEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /// openat2(2)'s RESOLVE_* flags (linux/openat2.h), for Swift.
@@ -18,5 +19,13 @@ extern const int CThumb_O_PATH;
 /// openat2(directory, path, {flags, 0, resolve}): a descriptor, or -1 with errno set (ENOSYS on
 /// kernels before 5.6, or where the headers lack the call).
 int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t resolve);
+
+/// statfs(path)'s f_type (the file system's magic number) into *type: 0, or -1 with errno set.
+/// The Glibc module does not export <sys/vfs.h>.
+int CThumb_fileSystemType(const char *path, int64_t *type);
+
+/// Bytes malloc has handed out and not had back (mallinfo2's uordblks + hblkhd, every arena):
+/// the Glibc module does not export <malloc.h>.
+size_t CThumb_heapBytesInUse(void);
 
 #endif

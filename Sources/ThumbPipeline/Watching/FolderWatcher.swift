@@ -52,7 +52,7 @@ public final class FolderWatcher: @unchecked Sendable {
     private let wakeWriteFD: Int32
     private let stopping = Atomic<Bool>(false)
     private let control = Mutex<Control>(Control())
-    private let table = Mutex<WatchTable>(WatchTable())
+    let table = Mutex<WatchTable>(WatchTable())
 
     private struct Control {
         enum Phase { case idle, running, stopped }
