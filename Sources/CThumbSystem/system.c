@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <linux/openat2.h>
 #include "CThumbSystem.h"
 
@@ -21,4 +22,16 @@ int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t res
 
 int CThumb_releaseFreedHeap(void) {
     return malloc_trim(0);
+}
+
+int CThumb_fileSystemType(const char *path, int64_t *type) {
+    struct statfs system;
+    if (statfs(path, &system) != 0) return -1;
+    *type = (int64_t)system.f_type;
+    return 0;
+}
+
+size_t CThumb_heapBytesInUse(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
 }

@@ -55,6 +55,12 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var watchFailures = 0
     public var missedFolderRescans = 0
 
+    /// Memory hits answered from a version the folder watcher vouches for (no syscall), and
+    /// requests that resolved their asset (open, `openat2`, `fstat`); the gauge: assets vouched for.
+    public var vouchedHits = 0
+    public var assetResolves = 0
+    public var vouchedAssets = 0
+
     public static let renderBucketBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
     mutating func recordRender(seconds: Double) {

@@ -10,31 +10,21 @@ extension ThumbnailPipeline {
         var resolved: (absolutePath: String, version: AssetVersion)?
         var key: CacheKey?
         var cacheLevel = 0 // 1 memory, 2 disk
+        var vouchedHit = false
+        let variant = ThumbnailVariant(kind: request.kind, scale: request.scale, format: request.format)
         let encoder = configuration.encoder(for: request.kind, format: request.format)
-        do {
-            let found = try assets.resolve(request.assetPath)
-            resolved = found
-            let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: encoder)
-            key = candidate
-            // A memory hit first: it proves the version decodes, and costs no index query.
-            if let hit = memory.thumbnail(for: candidate) {
-                lookup = .success(hit)
-                cacheLevel = 1
-            } else if let failure = disk.failure(for: found.version) {
-                lookup = .failure(failure)
-            } else if let hit = disk.thumbnail(for: candidate) {
-                memory.insert(hit)
-                lookup = .success(hit)
-                cacheLevel = 2
-            } else {
-                lookup = .success(nil)
-            }
-        } catch {
-            lookup = .failure(ThumbFailure(error))
+        if let hit = memory.vouchedThumbnail(assetPath: request.assetPath, variant: variant) {
+            // The watcher vouches for the version this entry was keyed with: no look at the file.
+            lookup = .success(hit)
+            cacheLevel = 1
+            vouchedHit = true
+        } else {
+            lookup = resolveAndLook(request, variant: variant, encoder: encoder, resolved: &resolved, key: &key, cacheLevel: &cacheLevel)
         }
 
         return locked { state, answers -> UInt64? in
             state.metrics.requests += 1
+            if vouchedHit { state.metrics.vouchedHits += 1 } else { state.metrics.assetResolves += 1 }
             guard !state.shuttingDown else {
                 answers.add(completion, .init(token: request.token, result: .failure(.shuttingDown)))
                 return request.token
@@ -89,6 +79,53 @@ extension ThumbnailPipeline {
                 }
             }
             return token
+        }
+    }
+
+    /// The request's look at its asset: resolve it (its version is half the key), then the memory
+    /// cache, the failure table, the disk cache. A memory or disk hit in a folder the watcher
+    /// watches vouches for the version, so that the next hits skip all this (`VouchedVersions`).
+    private func resolveAndLook(_ request: PipelineRequest, variant: ThumbnailVariant, encoder: EncoderSettings,
+                                resolved: inout (absolutePath: String, version: AssetVersion)?, key: inout CacheKey?,
+                                cacheLevel: inout Int) -> Result<CachedThumbnail?, ThumbFailure> {
+        let watch = vouching.withLock { $0 }
+        // Read before the resolve: a drop of vouches after this refuses the vouch below.
+        let generation = memory.currentVouchGeneration
+        do {
+            var links = 0
+            let found: (absolutePath: String, version: AssetVersion)
+            if watch != nil {
+                let counted = try assets.resolveCountingLinks(request.assetPath)
+                found = (counted.absolutePath, counted.version)
+                links = counted.links
+            } else {
+                found = try assets.resolve(request.assetPath)
+            }
+            resolved = found
+            let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: encoder)
+            key = candidate
+            // A memory hit first: it proves the version decodes, and costs no index query.
+            var hit = memory.thumbnail(for: candidate)
+            var fromDisk: CachedThumbnail?
+            if hit != nil {
+                cacheLevel = 1
+            } else if let failure = disk.failure(for: found.version) {
+                return .failure(failure)
+            } else if let stored = disk.thumbnail(for: candidate) {
+                fromDisk = stored
+                hit = stored
+                cacheLevel = 2
+            }
+            resolvedHook?(found.version)
+            // A disk hit goes to memory after its lookup: an event handled in between finds
+            // nothing there to drop, which is why the vouch checks the generation.
+            if let fromDisk { memory.insert(fromDisk) }
+            if hit != nil, let watch, watch.mayVouch(requestPath: request.assetPath, version: found.version, links: links) {
+                memory.vouch(for: found.version, absolutePath: found.absolutePath, variant: variant, key: candidate, generation: generation)
+            }
+            return .success(hit)
+        } catch {
+            return .failure(ThumbFailure(error))
         }
     }
 

@@ -15,12 +15,14 @@ extension ThumbnailPipeline {
             [weak self] event in self?.handle(event)
         }
         try watcher.start()
+        beginVouching(on: watcher)
         reconcileInBackground()
         return watcher
     }
 
     func handle(_ event: FolderWatcher.Event) {
         state.withLock { $0.metrics.watcherEvents += 1 }
+        dropVouches(for: event)
         switch event {
         case .changed(let path):
             // Older versions' thumbnails can never be served (the key holds the version);

@@ -34,6 +34,11 @@ public final class ThumbnailPipeline: Sendable {
     let startup: PipelineStartup
     /// The pre-render backlog's drain.
     let backlog = BacklogDrain()
+    /// Called when a request has resolved its asset and looked in the caches, before it keeps
+    /// a disk hit in memory and vouches for the version found (tests let an event come between).
+    let resolvedHook: (@Sendable (AssetVersion) -> Void)?
+    /// The watcher vouched versions rest on (nil: none running, nothing vouched; `VouchedVersions`).
+    let vouching = Mutex<VouchingWatch?>(nil)
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -42,9 +47,10 @@ public final class ThumbnailPipeline: Sendable {
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
     /// to line requests up deterministically.
     init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil,
-         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
+         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil, resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
         self.checkpointHook = checkpointHook
         self.sourceOpenedHook = sourceOpenedHook
+        self.resolvedHook = resolvedHook
         self.configuration = configuration
         startup = PipelineStartup(gate: configuration.reconcileGate)
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
@@ -120,6 +126,7 @@ public final class ThumbnailPipeline: Sendable {
             metrics.unwatchedFolders = coverage.unwatchedFolders
             metrics.watchFailures = coverage.watchFailures
             metrics.missedFolderRescans = coverage.missedFolderRescans
+            metrics.vouchedAssets = memory.vouchCount
             return metrics
         }
         metrics.backlog = backlogMetrics
@@ -145,6 +152,7 @@ public final class ThumbnailPipeline: Sendable {
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()
         stopBacklog()
+        endVouching()
         disk.close()
     }
 }

@@ -95,6 +95,11 @@ extension ThumbnailAPI {
                [("", Double(metrics.watchFailures))])
         metric("thumbd_missed_folder_rescans_total", "counter", "Periodic rescans of the folders without a watch.",
                [("", Double(metrics.missedFolderRescans))])
+        metric("thumbd_vouched_hits_total", "counter", "Memory hits on a version the folder watcher vouches for (no syscall).",
+               [("", Double(metrics.vouchedHits))])
+        metric("thumbd_asset_resolves_total", "counter", "Requests that looked at their asset file (open, openat2, fstat).",
+               [("", Double(metrics.assetResolves))])
+        metric("thumbd_vouched_assets", "gauge", "Assets whose version the folder watcher vouches for.", [("", Double(metrics.vouchedAssets))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

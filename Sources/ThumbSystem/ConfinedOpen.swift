@@ -16,3 +16,19 @@ package enum ConfinedOpen {
         CThumb_openat2(directory, path, UInt64(flags), resolve)
     }
 }
+
+/// statfs(2)'s file system type, which Glibc's Swift module lacks (<sys/vfs.h>).
+package enum FileSystemType {
+    /// The magic number of the file system `path` is on (`NFS_SUPER_MAGIC`, ...).
+    package static func magic(of path: String) throws(SystemError) -> Int64 {
+        var type: Int64 = 0
+        try systemCall("statfs \(path)") { CThumb_fileSystemType(path, &type) }
+        return type
+    }
+}
+
+/// The heap's size in use, for measuring what a structure really costs (tests, diagnostics).
+package enum HeapUsage {
+    /// Bytes malloc handed out and not had back, over every arena (mmapped chunks included).
+    package static var bytesInUse: Int { Int(CThumb_heapBytesInUse()) }
+}

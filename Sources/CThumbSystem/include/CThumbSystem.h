@@ -2,6 +2,7 @@
 #ifndef CTHUMB_SYSTEM_H
 #define CTHUMB_SYSTEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /// openat2(2)'s RESOLVE_* flags (linux/openat2.h), for Swift.
@@ -22,5 +23,13 @@ int CThumb_openat2(int directory, const char *path, uint64_t flags, uint64_t res
 /// malloc_trim(0) (malloc.h, which the Glibc module does not export): gives the heap that is
 /// free back to the system. 1 when some was released.
 int CThumb_releaseFreedHeap(void);
+
+/// statfs(path)'s f_type (the file system's magic number) into *type: 0, or -1 with errno set.
+/// The Glibc module does not export <sys/vfs.h>.
+int CThumb_fileSystemType(const char *path, int64_t *type);
+
+/// Bytes malloc has handed out and not had back (mallinfo2's uordblks + hblkhd, every arena):
+/// the Glibc module does not export <malloc.h>.
+size_t CThumb_heapBytesInUse(void);
 
 #endif

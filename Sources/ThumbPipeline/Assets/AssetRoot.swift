@@ -73,7 +73,7 @@ public struct AssetRoot: Sendable {
     }
 
     /// The one open of an asset: confined resolution, `fstat`, regular-file and cache-folder checks.
-    private func open(_ relative: String, flags: Int32) throws(AssetPathError) -> (descriptor: Int32, version: AssetVersion) {
+    func open(_ relative: String, flags: Int32) throws(AssetPathError) -> (descriptor: Int32, version: AssetVersion) {
         let components = try Self.validatedComponents(relative)
         let rootDescriptor: Int32
         do throws(SystemError) {

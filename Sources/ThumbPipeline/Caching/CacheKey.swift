@@ -64,6 +64,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
 /// A thumbnail as the cache holds it: encoded bytes and where they live on disk.
 public struct CachedThumbnail: Sendable, Equatable {
+    /// What a server built to answer with this thumbnail, shared by every copy (see
+    /// `ServingAttachment`); not part of the value (`==` ignores it).
+    public let serving: ServingAttachment
     public var key: CacheKey
     public var bytes: [UInt8]
     /// Where the cache file is, or would be: other local services may read it directly — but
@@ -89,6 +92,12 @@ public struct CachedThumbnail: Sendable, Equatable {
         self.format = format
         self.width = width
         self.height = height
+        serving = ServingAttachment()
+    }
+
+    public static func == (lhs: CachedThumbnail, rhs: CachedThumbnail) -> Bool {
+        lhs.key == rhs.key && lhs.bytes == rhs.bytes && lhs.filePath == rhs.filePath && lhs.isStored == rhs.isStored
+            && lhs.format == rhs.format && lhs.width == rhs.width && lhs.height == rhs.height
     }
 }
 

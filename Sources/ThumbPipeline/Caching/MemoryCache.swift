@@ -1,81 +1,70 @@
 import Synchronization
+import ThumbImaging
 
 /// The hottest encoded thumbnails, least recently used first out, under a byte budget.
+///
+/// - The budget counts what an entry really costs, not only its thumbnail's bytes: the key's
+///   strings, the table slots, the per-asset index, the array header and malloc's rounding, and
+///   what a server keeps to answer it (see `MemoryCache+Accounting`), so that the process grows by
+///   about `byteBudget` and not by several times it when thumbnails are small.
+/// - A per-asset index (asset path → its entries) lets an event for one asset touch only that
+///   asset's entries.
+/// - Versions the folder watcher vouches for (see `MemoryCache+Vouches`) let a hit skip the
+///   look at the file: no syscall at all while nothing changed there.
 public final class MemoryCache: ThumbnailCaching {
-    private struct Entry {
-        var thumbnail: CachedThumbnail
-        var previous: String?
-        var next: String?
-    }
-
-    /// A doubly linked use order threaded through a dictionary: O(1) hit, insert and evict.
-    private struct State {
-        var entries: [String: Entry] = [:]
-        var newest: String?
-        var oldest: String?
-        var bytes = 0
-
-        mutating func unlink(_ digest: String) {
-            guard let entry = entries[digest] else { return }
-            if let previous = entry.previous { entries[previous]?.next = entry.next } else { newest = entry.next }
-            if let next = entry.next { entries[next]?.previous = entry.previous } else { oldest = entry.previous }
-            entries[digest]?.previous = nil
-            entries[digest]?.next = nil
-        }
-
-        mutating func pushNewest(_ digest: String) {
-            entries[digest]?.next = newest
-            entries[digest]?.previous = nil
-            if let newest { entries[newest]?.previous = digest }
-            newest = digest
-            if oldest == nil { oldest = digest }
-        }
-
-        mutating func remove(_ digest: String) {
-            unlink(digest)
-            if let entry = entries.removeValue(forKey: digest) { bytes -= entry.thumbnail.bytes.count }
-        }
-    }
-
-    private let state = Mutex(State())
-    /// Budget, bytes of encoded thumbnails.
+    let state = Mutex(State())
+    /// Moves (under the lock) whenever vouches are dropped. A request reads it before it resolves
+    /// an asset and may vouch for what it found only if it has not moved since.
+    let vouchGeneration = Atomic<UInt64>(0)
+    /// Budget, bytes of memory (thumbnails and their overhead, see `statistics`).
     public let byteBudget: Int
 
+    /// What the budget counts for a server's use of an entry's `CachedThumbnail.serving`: a
+    /// server that keeps more there lets the process outgrow the budget.
+    public static var servingReserveBytes: Int { Accounting.servingReserveBytes }
+
     public init(byteBudget: Int) {
-        self.byteBudget = byteBudget
+        self.byteBudget = max(0, byteBudget)
     }
 
     public func thumbnail(for key: CacheKey) -> CachedThumbnail? {
         state.withLock { state in
-            guard let entry = state.entries[key.digest], entry.thumbnail.key == key else { return nil }
-            state.unlink(key.digest)
-            state.pushNewest(key.digest)
-            return entry.thumbnail
+            guard let slot = state.index[key.digest], let thumbnail = state.slots[Int(slot)].thumbnail,
+                  thumbnail.key == key else { return nil }
+            state.touch(slot)
+            return thumbnail
         }
     }
 
     public func insert(_ thumbnail: CachedThumbnail) {
-        let size = thumbnail.bytes.count
-        guard size <= byteBudget else { return }
+        let cost = Accounting.entryBytes(of: thumbnail)
+        // An entry that alone would fill the budget is not kept (it would evict everything).
+        guard cost <= byteBudget else { return }
         state.withLock { state in
-            state.remove(thumbnail.key.digest)
-            state.entries[thumbnail.key.digest] = Entry(thumbnail: thumbnail)
-            state.pushNewest(thumbnail.key.digest)
-            state.bytes += size
-            while state.bytes > byteBudget, let oldest = state.oldest { state.remove(oldest) }
+            state.insert(thumbnail, countedBytes: cost)
+            state.evict(toFit: byteBudget)
         }
     }
 
+    /// Drops the asset's entries (and its vouch): work in proportion to that asset's entries.
     public func removeThumbnails(ofAsset assetPath: String) {
         state.withLock { state in
-            for digest in state.entries.filter({ $0.value.thumbnail.key.assetPath == assetPath }).map(\.key) {
-                state.remove(digest)
-            }
+            state.removeAsset(assetPath)
+            vouchGeneration.add(1, ordering: .releasing)
         }
     }
 
-    /// Bytes and entries held.
+    /// Bytes counted against the budget (thumbnails and their overhead) and entries held.
     public var statistics: (bytes: Int, entries: Int) {
-        state.withLock { ($0.bytes, $0.entries.count) }
+        state.withLock { ($0.countedBytes, $0.index.count) }
     }
+
+    /// Entries held for `assetPath` (tests and diagnostics).
+    func entryCount(ofAsset assetPath: String) -> Int {
+        state.withLock { $0.records[assetPath]?.slots.count ?? 0 }
+    }
+
+    /// Slots looked at by `removeThumbnails` since the cache was made (tests: an event touches
+    /// only its own asset's entries).
+    var slotsVisitedByRemovals: Int { state.withLock { $0.slotsVisitedByRemovals } }
 }

@@ -1,0 +1,246 @@
+import ThumbImaging
+
+/// What stands behind a vouch: the folder watcher, while it runs. A vouch says "this asset is
+/// still the version it was when resolved, because any change to it would have been reported
+/// and would have dropped the vouch"; that holds only while something is watching.
+protocol VouchAuthority: AnyObject, Sendable {
+    /// False once the watcher stops: vouches are then dropped at the next look.
+    var vouches: Bool { get }
+}
+
+/// What a request asks of an asset beside its version. With the pipeline's fixed configuration
+/// the same variant of the same version is the same cache key, so a vouched asset's entry is
+/// found by its variant without building the key.
+struct ThumbnailVariant: Equatable, Sendable {
+    var kind: SlotKind
+    var scale: Int
+    var format: EncoderSettings.Format?
+}
+
+extension MemoryCache {
+    /// A version resolved by a request while the watcher watched its folder, and the entries of
+    /// that version the requests' variants were seen to hit.
+    struct Vouch {
+        var version: AssetVersion
+        var absolutePath: String
+        var aliases: [(variant: ThumbnailVariant, slot: Int)]
+        var countedBytes = 0
+    }
+
+    /// A folder with vouched assets, or an ancestor of one: how a folder's removal finds the
+    /// vouches under it without a scan of them all.
+    struct FolderNode {
+        /// Vouched assets directly in it (full relative paths).
+        var assets: Set<String> = []
+        /// Child folders in the tree (full relative paths).
+        var subfolders: Set<String> = []
+        var isEmpty: Bool { assets.isEmpty && subfolders.isEmpty }
+    }
+
+    /// Starts taking vouches that rest on `authority` (replacing any earlier one and its vouches).
+    func startVouching(authority: any VouchAuthority) {
+        state.withLock { state in
+            state.dropAllVouches()
+            state.authority = authority
+            vouchGeneration.add(1, ordering: .releasing)
+        }
+    }
+
+    /// Drops every vouch and takes no more until `startVouching`.
+    func stopVouching() {
+        state.withLock { state in
+            state.dropAllVouches()
+            state.authority = nil
+            vouchGeneration.add(1, ordering: .releasing)
+        }
+    }
+
+    /// The generation to read before resolving an asset that the request may then vouch for.
+    var currentVouchGeneration: UInt64 { vouchGeneration.load(ordering: .acquiring) }
+
+    /// The entry a vouched asset's `variant` was seen to hit, as a hit (a use for eviction), or
+    /// nil: not vouched, or that variant not known, or no longer held.
+    func vouchedThumbnail(assetPath: String, variant: ThumbnailVariant) -> CachedThumbnail? {
+        state.withLock { state in
+            guard let vouch = state.records[assetPath]?.vouch else { return nil }
+            guard let authority = state.authority, authority.vouches else {
+                // The watcher stopped: what it vouched for may change unseen from now on.
+                state.dropAllVouches()
+                state.authority = nil
+                vouchGeneration.add(1, ordering: .releasing)
+                return nil
+            }
+            guard let alias = vouch.aliases.first(where: { $0.variant == variant }),
+                  let thumbnail = state.slots[alias.slot].thumbnail else { return nil }
+            state.touch(alias.slot)
+            return thumbnail
+        }
+    }
+
+    /// Records that `version` (resolved after `generation` was read) is what `variant` of the
+    /// asset hit as `key`. Refused (false) when vouches were dropped since `generation` was read
+    /// (an event for it may have come between its `fstat` and now), when nothing vouches, or when
+    /// the entry is gone. Only assets with entries are vouched for.
+    @discardableResult
+    func vouch(for version: AssetVersion, absolutePath: String, variant: ThumbnailVariant, key: CacheKey,
+               generation: UInt64) -> Bool {
+        state.withLock { state in
+            // Under the lock that every drop holds while it moves the generation: a drop either
+            // came before (the generation moved: refused) or comes after (and drops this vouch).
+            guard vouchGeneration.load(ordering: .acquiring) == generation, let authority = state.authority, authority.vouches,
+                  key.assetPath == version.path, let slot = state.index[key.digest],
+                  state.slots[slot].thumbnail?.key == key, var record = state.records[version.path] else { return false }
+            var vouch: Vouch
+            if let current = record.vouch, current.version == version {
+                vouch = current
+                guard !vouch.aliases.contains(where: { $0.variant == variant }) else { return true }
+                state.itemBytes -= vouch.countedBytes
+            } else {
+                if record.vouch != nil { state.dropVouch(of: version.path, in: &record) }
+                vouch = Vouch(version: version, absolutePath: absolutePath, aliases: [])
+                state.addToFolders(version.path)
+                state.vouchedAssets += 1
+            }
+            vouch.aliases.append((variant, slot))
+            vouch.countedBytes = Accounting.vouchBytes(vouch)
+            state.itemBytes += vouch.countedBytes
+            record.vouch = vouch
+            state.records[version.path] = record
+            state.updateTableBytes()
+            return true
+        }
+    }
+
+    /// A watcher event for one asset (changed or removed): its vouch goes.
+    func dropVouch(ofAsset path: String) {
+        state.withLock { state in
+            if var record = state.records[path], record.vouch != nil {
+                state.dropVouch(of: path, in: &record)
+                state.records[path] = record
+            }
+            vouchGeneration.add(1, ordering: .releasing)
+        }
+    }
+
+    /// A folder removed or renamed away: the vouches of every asset under it go, in proportion
+    /// to how many there are.
+    func dropVouches(underFolder folder: String) {
+        state.withLock { state in
+            state.dropVouches(underFolder: folder)
+            vouchGeneration.add(1, ordering: .releasing)
+        }
+    }
+
+    /// Lost events (`.rescan`): nothing can be vouched for any more.
+    func dropAllVouches() {
+        state.withLock { state in
+            state.dropAllVouches()
+            vouchGeneration.add(1, ordering: .releasing)
+        }
+    }
+
+    /// Vouched assets (tests and `/metrics`).
+    var vouchCount: Int { state.withLock { $0.vouchedAssets } }
+}
+
+extension MemoryCache.State {
+    /// The parent folder of a relative path ("" for the root).
+    static func folder(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(path[..<slash])
+    }
+
+    mutating func dropVouch(of path: String, in record: inout MemoryCache.AssetRecord) {
+        guard let vouch = record.vouch else { return }
+        itemBytes -= vouch.countedBytes
+        vouchedAssets -= 1
+        record.vouch = nil
+        removeFromFolders(path)
+    }
+
+    /// Clears a vouch whose folder node the caller removes itself.
+    private mutating func clearVouch(of path: String) {
+        guard var record = records[path], let vouch = record.vouch else { return }
+        itemBytes -= vouch.countedBytes
+        vouchedAssets -= 1
+        record.vouch = nil
+        records[path] = record
+    }
+
+    mutating func addToFolders(_ path: String) {
+        var folder = Self.folder(of: path)
+        var child = path
+        var isAsset = true
+        while true {
+            let existed = folders[folder] != nil
+            var node = folders.removeValue(forKey: folder) ?? MemoryCache.FolderNode()
+            if existed { itemBytes -= MemoryCache.Accounting.folderBytes(folder, node) }
+            if isAsset { node.assets.insert(child) } else { node.subfolders.insert(child) }
+            itemBytes += MemoryCache.Accounting.folderBytes(folder, node)
+            folders[folder] = node
+            // An existing node is linked to its parent already; the root has none.
+            if existed || folder.isEmpty { return }
+            child = folder
+            folder = Self.folder(of: folder)
+            isAsset = false
+        }
+    }
+
+    mutating func removeFromFolders(_ path: String) {
+        var folder = Self.folder(of: path)
+        var child = path
+        var isAsset = true
+        while var node = folders.removeValue(forKey: folder) {
+            itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
+            if isAsset { node.assets.remove(child) } else { node.subfolders.remove(child) }
+            guard node.isEmpty else {
+                itemBytes += MemoryCache.Accounting.folderBytes(folder, node)
+                folders[folder] = node
+                return
+            }
+            if folder.isEmpty { return }
+            child = folder
+            folder = Self.folder(of: folder)
+            isAsset = false
+        }
+    }
+
+    mutating func dropVouches(underFolder top: String) {
+        guard folders[top] != nil else { return }
+        var pending = [top]
+        while let folder = pending.popLast() {
+            guard let node = folders.removeValue(forKey: folder) else { continue }
+            itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
+            for path in node.assets { clearVouch(of: path) }
+            pending.append(contentsOf: node.subfolders)
+        }
+        // Unlink the removed folder from its parent (and prune ancestors left empty).
+        if !top.isEmpty { removeSubfolder(top) }
+    }
+
+    private mutating func removeSubfolder(_ folder: String) {
+        var child = folder
+        while true {
+            let parent = Self.folder(of: child)
+            guard var node = folders.removeValue(forKey: parent) else { return }
+            itemBytes -= MemoryCache.Accounting.folderBytes(parent, node)
+            node.subfolders.remove(child)
+            guard node.isEmpty else {
+                itemBytes += MemoryCache.Accounting.folderBytes(parent, node)
+                folders[parent] = node
+                return
+            }
+            if parent.isEmpty { return }
+            child = parent
+        }
+    }
+
+    mutating func dropAllVouches() {
+        for (folder, node) in folders {
+            itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
+            for path in node.assets { clearVouch(of: path) }
+        }
+        folders = [:]
+        updateTableBytes()
+    }
+}
