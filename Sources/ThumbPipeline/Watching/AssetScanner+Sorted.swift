@@ -16,21 +16,27 @@ extension AssetScanner {
     static func walkSorted(_ root: AssetRoot, failure: (AssetScan.Failure) -> Void, visit: (AssetVersion) -> Bool) -> Bool {
         struct Folder {
             var path: String
+            /// Open while the folders on the stack stay within `FolderWalk.maxOpenFolders`;
+            /// otherwise dropped when a subfolder is entered and opened again from the root after.
+            var opened: WalkFolder?
             var entries: [DirectoryEntry]
             var next = 0
         }
-        func listed(_ relative: String) -> Folder? {
-            let absolute = AssetNames.absolute(relative, in: root)
-            do {
-                let entries = try listDirectory(absolute).filter { !AssetNames.isHidden($0.name) }
-                return Folder(path: relative, entries: entries.sorted { sortKey($0).utf8.lexicographicallyPrecedes(sortKey($1).utf8) })
+        // Descriptor-relative, as `scan`: a file costs the same at any depth.
+        let walk = FolderWalk(root: root)
+        func listed(_ name: String, _ relative: String, in parent: WalkFolder?) -> Folder? {
+            do throws(SystemError) {
+                let opened = try walk.open(name, relative: relative, in: parent)
+                let entries = try walk.list(opened).filter { !AssetNames.isHidden($0.name) }
+                return Folder(path: relative, opened: opened,
+                              entries: entries.sorted { sortKey($0).utf8.lexicographicallyPrecedes(sortKey($1).utf8) })
             } catch {
                 failure(.init(path: relative, error: error))
                 return nil
             }
         }
         var stack: [Folder] = []
-        if let top = listed("") { stack.append(top) }
+        if let top = listed("", "", in: nil) { stack.append(top) }
         while !stack.isEmpty {
             let index = stack.count - 1
             guard stack[index].next < stack[index].entries.count else {
@@ -41,15 +47,27 @@ extension AssetScanner {
             stack[index].next += 1
             let folder = stack[index].path
             let path = AssetNames.join(folder, entry.name)
-            let absolute = AssetNames.absolute(folder, in: root) + "/" + entry.name
+            if stack[index].opened == nil {
+                do throws(SystemError) {
+                    stack[index].opened = try walk.open(folder)
+                } catch {
+                    // Gone since it was listed: nothing more of it to visit.
+                    stack[index].next = stack[index].entries.count
+                    continue
+                }
+            }
+            guard let current = stack[index].opened else { continue }
             switch entry.kind {
             case .directory:
-                if !AssetNames.isExcluded(absolutePath: absolute, in: root), let inner = listed(path) { stack.append(inner) }
+                if !AssetNames.isExcluded(relative: path, in: root) {
+                    if !walk.mayKeepFolders { stack[index].opened = nil }
+                    if let inner = listed(entry.name, path, in: stack[index].opened ?? nil) { stack.append(inner) }
+                }
             case .regularFile:
-                guard AssetNames.isImageFile(entry.name, absolutePath: absolute) else { continue }
-                var status = stat()
-                do {
-                    try systemCall("lstat \(path)") { lstat(absolute, &status) }
+                guard walk.isImageFile(entry.name, in: current) else { continue }
+                let status: stat
+                do throws(SystemError) {
+                    status = try walk.status(of: entry.name, in: current)
                 } catch {
                     // Gone since the listing: not an asset any more.
                     if error.errno != ENOENT { failure(.init(path: path, error: error)) }
