@@ -24,6 +24,8 @@ public struct BacklogMetrics: Sendable, Equatable {
 final class BacklogDrain: Sendable {
     struct InFlight {
         var row: DiskCache.BacklogRow
+        /// The version the pre-renders were asked for.
+        var version: AssetVersion
         var jobsLeft = 0
         /// Still attaching: the row is not settled before that is over.
         var attaching = true
@@ -58,10 +60,12 @@ final class BacklogDrain: Sendable {
 }
 
 extension ThumbnailPipeline {
-    /// Queues the pre-renders of these assets in the backlog (nothing when no kind is pre-rendered).
-    func enqueuePrerenders(_ paths: [String]) {
+    /// Queues the pre-renders of these assets in the backlog (nothing when no kind is
+    /// pre-rendered). `changed`: new versions (a row already there moves to the back); false for
+    /// a reconcile's finds (one already there stays where it is).
+    func enqueuePrerenders(_ paths: [String], changed: Bool = true) {
         guard !configuration.pregenerated.isEmpty, !paths.isEmpty else { return }
-        let (added, refused) = disk.enqueueBacklog(paths, maxRows: configuration.maxBacklogAssets)
+        let (added, refused) = disk.enqueueBacklog(paths, maxRows: configuration.maxBacklogAssets, movesExisting: changed)
         backlog.state.withLock {
             $0.metrics.enqueued += added
             $0.metrics.refused += refused
@@ -105,7 +109,7 @@ extension ThumbnailPipeline {
     private func drainBacklog() {
         backlog.state.withLock { $0.scheduled = false }
         let jobsPerAsset = configuration.pregenerated.reduce(0) { $0 + configuration.pregeneratedFormats(for: $1.kind).count }
-        guard jobsPerAsset > 0 else { return }
+        guard jobsPerAsset > 0 else { return settleAllRows() }
         // Backlog work may hold a quarter of the queue (at least one job), and only what the
         // batch share leaves free: visible requests, prefetches and batches keep theirs.
         let target = max(1, configuration.maxQueuedJobs / 4)
@@ -122,6 +126,18 @@ extension ThumbnailPipeline {
                 backlog.state.withLock { $0.cursor = max($0.cursor, row.sequence) }
                 startPrerenders(of: row)
             }
+        }
+    }
+
+    /// No kind is pre-rendered (any more: the rows come from a run with another config): every
+    /// row is unnecessary.
+    private func settleAllRows() {
+        while !backlog.state.withLock({ $0.stopped }) {
+            let cursor = backlog.state.withLock { $0.cursor }
+            let rows = disk.backlogBatch(after: cursor, limit: BacklogDrain.batchRows)
+            guard let last = rows.last else { return }
+            backlog.state.withLock { $0.cursor = max($0.cursor, last.sequence) }
+            for row in rows { settle(row, transient: false) }
         }
     }
 
@@ -145,7 +161,7 @@ extension ThumbnailPipeline {
             }
         }
         guard !missing.isEmpty else { return settle(row, transient: false) }
-        backlog.state.withLock { $0.inFlight[row.assetPath] = BacklogDrain.InFlight(row: row) }
+        backlog.state.withLock { $0.inFlight[row.assetPath] = BacklogDrain.InFlight(row: row, version: resolved.version) }
         let path = row.assetPath
         state.withLock { state in
             for work in missing {
@@ -198,8 +214,10 @@ extension ThumbnailPipeline {
     private func settleInFlight(_ path: String) {
         guard let entry = backlog.state.withLock({ $0.inFlight.removeValue(forKey: path) }) else { return }
         if entry.keeps { return }
-        if entry.incomplete && !entry.failedTransiently {
-            // Not a failure: what was attached is cached now, the rest comes next time.
+        // Not a failure: a job was refused (what was attached is cached now, the rest comes next
+        // time), or the asset changed while it was pre-rendered (a change whose event was lost).
+        let changed = !entry.failedTransiently && (try? assets.resolve(path))?.version != entry.version
+        if (entry.incomplete || changed) && !entry.failedTransiently {
             _ = disk.retryBacklog(entry.row, countsAttempt: false)
             return
         }

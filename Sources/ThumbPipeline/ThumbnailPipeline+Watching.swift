@@ -80,7 +80,7 @@ extension ThumbnailPipeline {
             if needsPrerender(version) {
                 queued.append(version.path)
                 if queued.count >= Self.reconcileBacklogBatch {
-                    enqueuePrerenders(queued)
+                    enqueuePrerenders(queued, changed: false)
                     queued.removeAll(keepingCapacity: true)
                 }
             }
@@ -95,7 +95,7 @@ extension ThumbnailPipeline {
                 indexed.advance()
             }
         }
-        enqueuePrerenders(queued)
+        enqueuePrerenders(queued, changed: false)
         progress(checked)
         return completed && !shouldStop()
     }

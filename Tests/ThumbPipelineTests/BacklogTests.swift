@@ -161,6 +161,21 @@ import ThumbImaging
         #expect(capture.count(.notice, "pre-render backlog has room again, after refusing 4 assets") == 1, "\(capture.text)")
     }
 
+    @Test("rows left by a run whose kinds are no longer pre-rendered are settled, not kept forever")
+    func rowsWithoutPrerenderedKindsAreSettled() async throws {
+        let gate = ReconcileGate(held: true)
+        let first = try fixture.pipeline {
+            configure(&$0)
+            $0.reconcileGate = gate
+        }
+        first.enqueuePrerenders(["img0.jpg", "img1.jpg"])
+        first.shutdown()
+        let second = try fixture.pipeline()
+        defer { second.shutdown() }
+        #expect(await eventually { second.metrics.backlog.rows == 0 })
+        #expect(second.metrics.backlog.drained == 2 && second.metrics.renders == 0)
+    }
+
     @Test("an index of schema 2 is upgraded to 3: its thumbnails kept, the backlog table added")
     func schema2UpgradeKeepsThumbnails() throws {
         let directory = fixture.root + "/upgrade"

@@ -26,11 +26,13 @@ extension DiskCache {
         public var attempts: Int
     }
 
-    /// Adds each asset to the backlog (one transaction), or moves it to the back when it is
-    /// there already. New rows past `maxRows` are refused: the first refusal of an episode is
-    /// logged, and the episode's end (room again) too. Returns the rows added and refused.
+    /// Adds each asset to the backlog (one transaction). One that is there already is moved to
+    /// the back when `movesExisting` (the asset changed: a pre-render of the older version that
+    /// finishes meanwhile must not settle the row), else left where it is (a reconcile finding
+    /// it missing again). New rows past `maxRows` are refused: the first refusal of an episode
+    /// is logged, and the episode's end (room again) too. Returns the rows added and refused.
     @discardableResult
-    func enqueueBacklog(_ paths: [String], maxRows: Int) -> (added: Int, refused: Int) {
+    func enqueueBacklog(_ paths: [String], maxRows: Int, movesExisting: Bool = true) -> (added: Int, refused: Int) {
         guard !paths.isEmpty else { return (0, 0) }
         return state.withLock { (state: inout State) -> (added: Int, refused: Int) in
             guard let database = state.database else { return (0, paths.count) }
@@ -40,9 +42,13 @@ extension DiskCache {
                 try database.transaction { () throws(SQLiteError) in
                     for path in paths {
                         next.lastSequence += 1
-                        let moved = try database.execute("UPDATE backlog SET enqueued = ?, attempts = 0 WHERE asset_path = ?",
-                                                         [.integer(next.lastSequence), .text(path)])
-                        if moved > 0 { continue }
+                        if movesExisting {
+                            let moved = try database.execute("UPDATE backlog SET enqueued = ?, attempts = 0 WHERE asset_path = ?",
+                                                             [.integer(next.lastSequence), .text(path)])
+                            if moved > 0 { continue }
+                        } else if try database.scalar("SELECT 1 FROM backlog WHERE asset_path = ?", [.text(path)]) != nil {
+                            continue
+                        }
                         guard next.rows < maxRows else {
                             refused += 1
                             continue
