@@ -96,10 +96,16 @@ import ThumbImaging
         let names = try Self.addSmallImages(200, to: fixture.assets + "/many").map { "many/" + $0 }
         var configuration = fixture.configuration(configure)
         configuration.workers = 1
-        // Renders slowed down (a pause at every checkpoint) so that the shutdown lands mid-drain.
-        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, checkpointHook: { usleep(2_000) })
+        // Once ten are drained, every render checkpoint pauses 100 ms, so that the shutdown
+        // lands mid-drain however loaded the machine (before, 2 ms pauses let a slow poll of
+        // `eventually` see the whole drain finish first).
+        let slow = Atomic<Bool>(false)
+        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, checkpointHook: {
+            usleep(slow.load(ordering: .relaxed) ? 100_000 : 2_000)
+        })
         let watcher = try first.startWatching()
         #expect(await eventually { first.metrics.backlog.drained >= 10 })
+        slow.store(true, ordering: .relaxed)
         watcher.stop()
         first.shutdown()
         // What the index holds now, read without draining anything.
