@@ -117,3 +117,54 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
         }
     }
 }
+
+/// `rm -rf` of a watched tree of 10k images in 101 folders beside an index of `THUMBD_REMOVAL_ROWS`
+/// (default 10000,100000,1000000) other rows (issue 11 item 3: 1.8 s at 10k rows, 140 s at 1M
+/// before), printed, never asserted: `THUMBD_REMOVAL_BENCH=1 swift test … --filter RemovalBench`.
+/// Wall seconds from the `rm` to the last row of the tree gone, the watcher thread's events, and
+/// the index statements it ran.
+@Suite struct RemovalBench {
+    static let enabled = ProcessInfo.processInfo.environment["THUMBD_REMOVAL_BENCH"] != nil
+
+    @Test(.enabled(if: enabled)) func rmRfOfTenThousandFiles() async throws {
+        let sizes = (ProcessInfo.processInfo.environment["THUMBD_REMOVAL_ROWS"] ?? "10000,100000,1000000").split(separator: ",").compactMap { Int($0) }
+        print("index_rows  files  folders  rm_rf_s  events  vm_steps  full_scan_steps")
+        for rows in sizes {
+            let fixture = try PipelineFixture()
+            var paths: [String] = []
+            for folder in 0..<100 {
+                try FileManager.default.createDirectory(atPath: "\(fixture.assets)/tree/f\(folder)", withIntermediateDirectories: true)
+                for file in 0..<100 {
+                    let path = "tree/f\(folder)/\(file).jpg"
+                    FileManager.default.createFile(atPath: fixture.assets + "/" + path, contents: Data([0xFF]))
+                    paths.append(path)
+                }
+            }
+            let pipeline = try fixture.pipeline(paused: true) { $0.log = .discard }
+            pipeline.disk.insertRowsForTesting((0..<rows).map { "other/\($0 % 1000)/\($0).jpg" })
+            pipeline.disk.insertRowsForTesting(paths)
+            let watcher = try FolderWatcher(root: pipeline.assets, log: .discard, rootPollSeconds: 0.05) { [weak pipeline] in pipeline?.handle($0) }
+            try watcher.start()
+            let before = pipeline.disk.stepsForTesting
+            let events = pipeline.metrics.watcherEvents
+            let started = ContinuousClock.now
+            let rm = Process()
+            rm.executableURL = URL(fileURLWithPath: "/bin/rm")
+            rm.arguments = ["-rf", fixture.assets + "/tree"]
+            try rm.run()
+            rm.waitUntilExit()
+            // Done when the tree's own folder event has been handled (its rows are gone then).
+            while pipeline.metrics.watcherEvents - events < 10_101 && ContinuousClock.now - started < .seconds(600) {
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            let after = pipeline.disk.stepsForTesting
+            let left = pipeline.disk.assetPaths(under: "tree").count
+            watcher.stop()
+            pipeline.shutdown()
+            print(String(format: "%10d %6d %8d %8.2f %7d %9d %16d", rows, paths.count, 101, seconds, pipeline.metrics.watcherEvents - events,
+                         after.virtualMachine - before.virtualMachine, after.fullScan - before.fullScan))
+            #expect(left == 0)
+        }
+    }
+}

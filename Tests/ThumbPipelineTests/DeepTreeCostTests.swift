@@ -22,8 +22,8 @@ extension DeepTree {
 @Suite struct DeepTreeCostTests {
     /// CPU time (not wall time) of the scan and the watcher's start: a chain of 1,500 levels
     /// against the same 1,500 folders and files one level deep. By absolute paths the chain
-    /// cost about 20× the flat tree (the kernel walked 750 levels on average per file and per
-    /// folder); descriptor-relative, about the same.
+    /// cost 8× the flat tree (0.27 s against 0.03 s: the kernel walked 750 levels on average per
+    /// file and per folder); descriptor-relative, about the same.
     @Test func aDeepTreeCostsWhatAFlatOneDoes() throws {
         let deep = try DeepTree(levels: 1_500, files: 1_500)
         let flat = try DeepTree(flatFolders: 1_500)

@@ -96,7 +96,13 @@ extension FolderWatcher {
     /// `old`, and keep the parts still refused.
     private func retry(_ folder: String, _ old: MissedFolders.Subtree) {
         let failures = addTree(folder, reportFiles: false)
-        if failures.contains(where: { $0.path == folder && !Self.isWatchLimit($0.error) }) {
+        if let failure = failures.first(where: { $0.path == folder && !Self.isWatchLimit($0.error) }) {
+            guard [ENOENT, ENOTDIR, ELOOP].contains(failure.error.errno) else {
+                // Unreadable now (EACCES, EIO): what it held says nothing; keep it, try again.
+                if folder.isEmpty { missed.rootMissed = true }
+                missed.add(folder, old)
+                return
+            }
             // Gone (its parent's event says so too) — unless it is the root: a missing root
             // says nothing about its assets, and `checkRoot` looks for it again.
             guard !folder.isEmpty else { return }

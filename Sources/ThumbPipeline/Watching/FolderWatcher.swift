@@ -11,8 +11,8 @@ import ThumbSystem
 ///   symlinks. A folder that appears (created or moved in) is watched first and listed second,
 ///   and every image already inside is reported `.changed`: files written before the watch
 ///   existed are not lost (the classic inotify race). A file may therefore be reported twice.
-/// - `.changed` means a file was closed after writing (`IN_CLOSE_WRITE`) or renamed into place
-///   (`IN_MOVED_TO`), never merely created or modified. Files found by listing a new folder are
+/// - `.changed` means a file was closed after writing (`IN_CLOSE_WRITE`), renamed into place
+///   (`IN_MOVED_TO`) or linked in (below), never merely created or modified. Files found by listing a new folder are
 ///   reported even if a writer still has them open; their close is then reported again.
 /// - The handler runs on the watcher thread, one event at a time, in order. A slow handler lets
 ///   the kernel queue overflow, which is reported as `.rescan` (and logged at warning).

@@ -24,6 +24,8 @@ struct BatchCommand: ThumbdCommand {
           --json         print the summary as JSON
 
         Idempotent (up-to-date thumbnails are skipped) and resumable (outputs are written atomically).
+        The cache keeps to the config's cache.diskBytes (default 2 GiB), evicting the least recently
+        used: a batch larger than it keeps only its last thumbnails, and says so.
         exit status: 0 all rendered; 64 usage; 65 some inputs failed (the rest rendered); 66 no such folder;
         73 cannot open the cache; 75 another thumbd has the cache folder open; 78 bad config.
         """
@@ -200,6 +202,13 @@ struct BatchCommand: ThumbdCommand {
         }
         summary.failures = malformed + summary.failures
         reporter.finish()
+        // Into the cache, a batch larger than its budget evicts its own first thumbnails: say so.
+        let held = pipeline.cacheStatistics.disk
+        if outputTree == nil, held.entries < summary.rendered {
+            Console.error("thumbd batch: the cache keeps \(held.entries) of the \(summary.rendered) thumbnails rendered (\(held.bytes) bytes): "
+                          + "cache.diskBytes is \(configuration.diskCacheBytes), and the least recently used were evicted; "
+                          + "raise it to keep a whole batch")
+        }
         BatchReport.print(summary, json: json)
         return summary.failures.isEmpty ? .ok : .dataError
     }
