@@ -229,12 +229,19 @@ extension DiskCache {
         var claimed = false
     }
 
-    /// The names in a shard folder with their sizes (lstat); empty when it is not a folder.
+    /// The names in a shard folder with their sizes (fstatat beside the listing, not following
+    /// links); empty when it is not a folder.
     static func listShard(_ path: String) -> [String: ListedFile] {
-        guard DiskCacheFiles.isDirectory(path), let names = try? DiskCacheFiles.names(in: path) else { return [:] }
+        guard DiskCacheFiles.isDirectory(path), let names = try? DiskCacheFiles.names(in: path),
+              let folder = try? systemCall("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) else { return [:] }
+        defer { Glibc.close(folder) }
         var listing: [String: ListedFile] = [:]
         listing.reserveCapacity(names.count)
-        for name in names { listing[name] = ListedFile(size: DiskCacheFiles.regularFileSize(path + "/" + name)) }
+        for name in names {
+            var status = stat()
+            let found = (try? systemCall("lstat \(path)/\(name)", { fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) })) != nil
+            listing[name] = ListedFile(size: found && (status.st_mode & S_IFMT) == S_IFREG ? Int(status.st_size) : nil)
+        }
         return listing
     }
 
