@@ -197,7 +197,14 @@ extension ThumbnailPipeline {
             guard var entry = state.inFlight[path] else { return false }
             state.jobsInFlight -= 1
             entry.jobsLeft -= 1
-            if case .failure(let failure) = result {
+            switch result {
+            case .success(let thumbnail) where !thumbnail.isStored:
+                // Rendered but not written (a cache write failed): answered from memory, yet
+                // the pre-render is not done. Tried again, up to `maxAttempts`.
+                entry.failedTransiently = true
+            case .success:
+                break
+            case .failure(let failure):
                 if failure == .shuttingDown {
                     entry.keeps = true
                 } else if !failure.disposition.isPermanent && failure.disposition.negativeRecord == nil {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 import Testing
@@ -58,8 +59,9 @@ import ThumbImaging
         #expect(await eventually {
             pipeline.startupProgress.isReady && pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0
         }, "\(pipeline.metrics.backlog)")
-        #expect(pipeline.cacheStatistics.disk.entries == assets)
-        #expect(names.allSatisfy { pipeline.isCached(assetPath: $0, kind: Self.avatar, scale: 3) })
+        let missing = names.filter { !pipeline.isCached(assetPath: $0, kind: Self.avatar, scale: 3) }
+        #expect(pipeline.cacheStatistics.disk.entries == assets, "not cached: \(missing), \(pipeline.metrics.backlog)")
+        #expect(missing.isEmpty)
         let backlog = pipeline.metrics.backlog
         // broken.jpg too: its row goes once its render failed for good.
         #expect(backlog.enqueued == assets + 1 && backlog.drained == assets + 1, "\(backlog)")
@@ -96,24 +98,33 @@ import ThumbImaging
         let names = try Self.addSmallImages(200, to: fixture.assets + "/many").map { "many/" + $0 }
         var configuration = fixture.configuration(configure)
         configuration.workers = 1
-        // Once ten are drained, every render checkpoint pauses 100 ms, so that the shutdown
-        // lands mid-drain however loaded the machine (before, 2 ms pauses let a slow poll of
-        // `eventually` see the whole drain finish first).
-        let slow = Atomic<Bool>(false)
-        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, checkpointHook: {
-            usleep(slow.load(ordering: .relaxed) ? 100_000 : 2_000)
+        // The eleventh source opened waits until the shutdown has begun: however loaded the
+        // machine, at most eleven assets are done by then and the rest must stay in the index
+        // (before, pauses of a few milliseconds per checkpoint let a starved poll see the whole
+        // drain finish first).
+        let opened = Atomic<Int>(0)
+        let resume = DispatchSemaphore(value: 0)
+        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, sourceOpenedHook: { _ in
+            if opened.wrappingAdd(1, ordering: .relaxed).newValue == 11 { resume.wait() }
         })
         let watcher = try first.startWatching()
-        #expect(await eventually { first.metrics.backlog.drained >= 10 })
-        slow.store(true, ordering: .relaxed)
+        #expect(await eventually { opened.load(ordering: .relaxed) >= 11 })
         watcher.stop()
-        first.shutdown()
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            first.shutdown()
+            stopped.signal()
+        }
+        #expect(await eventually { first.state.withLock { $0.shuttingDown } })
+        resume.signal()
+        #expect(await eventually { stopped.wait(timeout: .now()) == .success })
         // What the index holds now, read without draining anything.
         let allAssets = fixture.imageNames + ["broken.jpg"] + names
         let index = try DiskCache(directory: fixture.cache, byteBudget: 1 << 30, reconcilesFiles: false)
         let cached = Set(index.indexedAssetPaths(after: "", limit: 10_000))
         let waiting = Set(Self.backlogPaths(index))
         index.close()
+        #expect(waiting.count >= allAssets.count - 11, "\(waiting.count) of \(allAssets.count) left")
         try #require(!waiting.isEmpty, "the drain finished before the shutdown: nothing left to resume")
         // Nothing lost: every asset is cached (or failed, broken.jpg), or waits in the backlog.
         #expect(Set(allAssets) == cached.union(waiting), "lost: \(Set(allAssets).subtracting(cached.union(waiting)).sorted())")
@@ -180,6 +191,45 @@ import ThumbImaging
         defer { second.shutdown() }
         #expect(await eventually { second.metrics.backlog.rows == 0 })
         #expect(second.metrics.backlog.drained == 2 && second.metrics.renders == 0)
+    }
+
+    /// Before: a pre-render whose thumbnail the cache could not write was answered from memory
+    /// (`isStored` false) and its row settled as done: the asset stayed unrendered until the
+    /// next start. Now it counts as a transient failure: tried again, then given up and logged.
+    @Test("a pre-render the cache could not store is tried again, up to maxAttempts, then given up with a log line")
+    func unstoredPrerenderIsRetried() async throws {
+        let capture = LogCapture()
+        let gate = ReconcileGate(held: true)
+        let pipeline = try fixture.pipeline {
+            configure(&$0)
+            $0.reconcileGate = gate
+            $0.log = capture.log
+        }
+        defer { pipeline.shutdown() }
+        // A file where img0's shard folder goes: its cache write fails (not a missing folder
+        // or a full disk, so the cache cannot repair it), every attempt. Another asset, of
+        // another shard, is pre-rendered beside it.
+        func shard(_ path: String) throws -> Substring {
+            let version = try pipeline.assets.resolve(path).version
+            return CacheKey(asset: version, kind: Self.avatar, scale: 3, encoder: pipeline.configuration.encoder(for: Self.avatar))
+                .digest.prefix(2)
+        }
+        let blocked = try shard("img0.jpg")
+        let other = try #require(try fixture.imageNames.first { try shard($0) != blocked })
+        let shardPath = fixture.cache + "/" + blocked
+        try? FileManager.default.removeItem(atPath: shardPath)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: shardPath))
+        pipeline.enqueuePrerenders(["img0.jpg", other])
+        gate.release()
+        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 },
+                "\(pipeline.metrics.backlog)")
+        let backlog = pipeline.metrics.backlog
+        #expect(backlog.retried == BacklogDrain.maxAttempts - 1 && backlog.gaveUp == 1, "\(backlog)")
+        #expect(backlog.drained == 1, "\(other) only: \(backlog)")
+        #expect(pipeline.metrics.renders == BacklogDrain.maxAttempts + 1)
+        #expect(!pipeline.isCached(assetPath: "img0.jpg", kind: Self.avatar, scale: 3))
+        #expect(pipeline.isCached(assetPath: other, kind: Self.avatar, scale: 3))
+        #expect(capture.count(.warning, "pre-rendering img0.jpg failed \(BacklogDrain.maxAttempts) times") == 1, "\(capture.text)")
     }
 
     @Test("an index of schema 2 is upgraded to 3: its thumbnails kept, the backlog table added")
