@@ -1,5 +1,6 @@
-/// The slot records in order of last use: a doubly linked list threaded through an array of
-/// nodes (freed nodes reused), with a dictionary from slot to node. Moving a slot to the new end,
+/// The slot records in order of last use: a doubly linked list threaded through chunks of
+/// nodes (freed nodes reused), with a sharded dictionary from slot to node (neither ever moves or
+/// rehashes every slot at once: see `+Storage`). Moving a slot to the new end,
 /// reading the old end, inserting and removing are O(1); nothing is ever sorted.
 struct SlotUseOrder {
     private struct Node {
@@ -10,9 +11,9 @@ struct SlotUseOrder {
         var newer: Int
     }
 
-    private var nodes: [Node?] = []
+    private var nodes = ChunkedNodes<Node>()
     private var freeNodes: [Int] = []
-    private var index: [SlotID: Int] = [:]
+    private var index = ShardedIndex<SlotID, Int>()
     private var oldestNode = -1
     private var newestNode = -1
 
@@ -44,8 +45,7 @@ struct SlotUseOrder {
         if let reused = freeNodes.popLast() {
             node = reused
         } else {
-            node = nodes.count
-            nodes.append(nil)
+            node = nodes.appendEmpty()
         }
         nodes[node] = Node(slot: slot, record: record, older: newestNode, newer: -1)
         index[slot] = node
@@ -76,7 +76,7 @@ struct SlotUseOrder {
     /// Every record, for tests and diagnostics (O(n)).
     var all: [SlotID: SlotTable.Record] {
         var records: [SlotID: SlotTable.Record] = [:]
-        for case let node? in nodes { records[node.slot] = node.record }
+        nodes.forEach { records[$0.slot] = $0.record }
         return records
     }
 
