@@ -11,8 +11,8 @@ extension ThumbnailPipeline {
     /// their thumbnails at once. Stop the returned watcher before `shutdown`.
     public func startWatching() throws(SystemError) -> FolderWatcher {
         let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds,
-                                        coverage: watchCoverage) {
-            [weak self] event in self?.handle(event)
+                                        coverage: watchCoverage, drained: { [weak self] in self?.flushRemovals() }) {
+            [weak self] event in self?.handleWatched(event)
         }
         try watcher.start()
         beginVouching(on: watcher)

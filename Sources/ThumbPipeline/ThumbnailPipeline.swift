@@ -26,6 +26,8 @@ public final class ThumbnailPipeline: Sendable {
     let workerCounters = WorkerRestartCounters()
     /// What the folder watcher covers (for `/metrics`), kept across watchers.
     let watchCoverage = WatchCoverage()
+    /// Deleted assets whose index rows go in the next batch (see `ThumbnailPipeline+Removals`).
+    let pendingRemovals = Mutex<[String]>([])
     /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
     let checkpointHook: (@Sendable () -> Void)?
     /// Called when a worker has opened a source, before it reads it (tests change the file there).
@@ -153,6 +155,7 @@ public final class ThumbnailPipeline: Sendable {
         workersDone.wait()
         stopBacklog()
         endVouching()
+        flushRemovals()
         disk.close()
     }
 }

@@ -219,4 +219,10 @@ extension DiskCache {
         for relative in state.evictedFiles { DiskCacheFiles.remove(directory + "/" + relative) }
         state.evictedFiles.removeAll()
     }
+
+    /// `removeEvictedFiles` for a running cache: through the reaper, off the lock.
+    func retireEvictedFiles(_ state: inout State) {
+        for relative in state.evictedFiles { reaper.retire(directory + "/" + relative) }
+        state.evictedFiles.removeAll()
+    }
 }

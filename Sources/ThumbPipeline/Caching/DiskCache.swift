@@ -37,6 +37,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         var useCounter: Int64 = 0
         /// Files of rows evicted in the current transaction, removed once it commits.
         var evictedFiles: [String] = []
+        var removalTransactions = 0
         /// Held while the cache is open (taken again when a removed folder is recreated).
         var lock: CacheLock?
         /// The folder's device and inode at open: a removed or replaced folder shows as a change.
@@ -55,6 +56,10 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     let state: Mutex<State>
     /// Makes temporary names unique within the process (the pid makes them unique across).
     private let temporaryCounter = Atomic<Int>(0)
+    /// Unlinks removed rows' files in the background (see `CacheFileReaper`).
+    let reaper = CacheFileReaper()
+    /// Transactions `removeThumbnails` committed (tests: deletions are batched).
+    var removalTransactions: Int { state.withLock { $0.removalTransactions } }
     /// Digests being written again in the background (`storeInBackground`).
     let restoring = Mutex<Set<String>>([])
 
@@ -234,28 +239,36 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                 recover(from: error, &state)
                 throw DiskCacheFiles.cacheError(operation, error)
             }
-            if let replaced, replaced.relative != relative { DiskCacheFiles.remove(directory + "/" + replaced.relative) }
+            if let replaced, replaced.relative != relative { reaper.retire(directory + "/" + replaced.relative) }
             state = next
-            Self.removeEvictedFiles(&state, directory: directory)
+            retireEvictedFiles(&state)
         }
     }
 
     public func removeThumbnails(ofAsset assetPath: String) {
+        removeThumbnails(ofAssets: [assetPath])
+    }
+
+    /// The thumbnails and failure records of these assets, in one transaction.
+    public func removeThumbnails(ofAssets assetPaths: [String]) {
         state.withLock { state in
             guard let database = state.database else { return }
             var files: [(relative: String, size: Int)] = []
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
-                    try database.query("SELECT file_path, bytes FROM entries WHERE asset_path = ?", [.text(assetPath)]) { files.append(($0.text(0), $0.int(1))) }
-                    try database.execute("DELETE FROM entries WHERE asset_path = ?", [.text(assetPath)])
-                    try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)])
+                    for assetPath in assetPaths {
+                        try database.query("SELECT file_path, bytes FROM entries WHERE asset_path = ?", [.text(assetPath)]) { files.append(($0.text(0), $0.int(1))) }
+                        try database.execute("DELETE FROM entries WHERE asset_path = ?", [.text(assetPath)])
+                        try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)])
+                    }
                 }
+                state.removalTransactions += 1
             } catch {
                 recover(from: error, &state)
                 return
             }
             for file in files {
-                DiskCacheFiles.remove(directory + "/" + file.relative)
+                reaper.retire(directory + "/" + file.relative)
                 state.totalBytes -= file.size
                 state.entryCount -= 1
             }
@@ -341,7 +354,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                 return []
             }
             for file in files {
-                DiskCacheFiles.remove(directory + "/" + file.relative)
+                reaper.retire(directory + "/" + file.relative)
                 state.totalBytes -= file.size
                 state.entryCount -= 1
             }

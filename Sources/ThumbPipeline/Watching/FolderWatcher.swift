@@ -45,6 +45,9 @@ public final class FolderWatcher: @unchecked Sendable {
 
     public let root: AssetRoot
     let handler: @Sendable (Event) -> Void
+    /// Called on the watcher thread once the events queued so far are handled (the inotify
+    /// queue read empty): a consumer may gather work across events until then.
+    let drained: (@Sendable () -> Void)?
     let log: PipelineLog
     /// How often a lost root is looked for (and a watched one checked), seconds.
     public let rootPollSeconds: Double
@@ -89,15 +92,17 @@ public final class FolderWatcher: @unchecked Sendable {
     static let bufferSize = 64 * 1024
 
     public convenience init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
-                            coverage: WatchCoverage = WatchCoverage(),
+                            coverage: WatchCoverage = WatchCoverage(), drained: (@Sendable () -> Void)? = nil,
                             handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
-        try self.init(root: root, log: log, rootPollSeconds: rootPollSeconds, coverage: coverage, watchAdder: .inotify, handler: handler)
+        try self.init(root: root, log: log, rootPollSeconds: rootPollSeconds, coverage: coverage, watchAdder: .inotify,
+                      drained: drained, handler: handler)
     }
 
     init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2, coverage: WatchCoverage = WatchCoverage(),
-         watchAdder: WatchAdder, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+         watchAdder: WatchAdder, drained: (@Sendable () -> Void)? = nil, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         self.root = root
         self.handler = handler
+        self.drained = drained
         self.log = log
         self.coverage = coverage
         self.watchAdder = watchAdder
@@ -202,7 +207,10 @@ public final class FolderWatcher: @unchecked Sendable {
                 break
             }
             if fds[1].revents != 0 { break }
-            if fds[0].revents != 0 { drain(buffer) }
+            if fds[0].revents != 0 {
+                drain(buffer)
+                drained?()
+            }
             if !isStopping { checkRoot() }
             if !isStopping { retryMissedIfDue() }
         }
