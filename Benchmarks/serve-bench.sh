@@ -106,11 +106,12 @@ sock=$tmp/thumbd.sock
 base=http://127.0.0.1:$port
 nbase=http://127.0.0.1:$nport
 
-# Assets: hard links when /tmp is on the same filesystem, copies otherwise (symlinks would
-# resolve outside the asset root and be refused).
+# Assets: copies (symlinks would resolve outside the asset root and be refused; hard links have
+# a second name the watcher cannot see, so thumbd never vouches for them and every hit would
+# look at its file again, which is not the ordinary case this measures).
 mkdir -p "$tmp/assets" "$tmp/cache" "$tmp/logs"
 for f in "$corpus"/large-photos/*.jpg "$corpus"/exif-samples/*.jpg; do
-    ln "$f" "$tmp/assets/" 2>/dev/null || cp "$f" "$tmp/assets/"
+    cp "$f" "$tmp/assets/"
 done
 chmod 755 "$tmp"
 
