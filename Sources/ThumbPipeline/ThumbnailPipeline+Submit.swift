@@ -12,14 +12,20 @@ extension ThumbnailPipeline {
         var cacheLevel = 0 // 1 memory, 2 disk
         var vouchedHit = false
         let variant = ThumbnailVariant(kind: request.kind, scale: request.scale, format: request.format)
-        let encoder = configuration.encoder(for: request.kind, format: request.format)
         if let hit = memory.vouchedThumbnail(assetPath: request.assetPath, variant: variant) {
             // The watcher vouches for the version this entry was keyed with: no look at the file.
+            // Without a slot there is no rule to apply and nothing to supersede: no lock either.
+            if request.slot == nil, !closing.load(ordering: .acquiring) {
+                lockFreeHits.add(1, ordering: .relaxed)
+                gate.deliverDirect(completion, .init(token: nil, result: .success(hit)))
+                return nil
+            }
             lookup = .success(hit)
             cacheLevel = 1
             vouchedHit = true
         } else {
-            lookup = resolveAndLook(request, variant: variant, encoder: encoder, resolved: &resolved, key: &key, cacheLevel: &cacheLevel)
+            lookup = resolveAndLook(request, variant: variant, encoder: configuration.encoder(for: request.kind, format: request.format),
+                                    resolved: &resolved, key: &key, cacheLevel: &cacheLevel)
         }
 
         return locked { state, answers -> UInt64? in
@@ -70,7 +76,8 @@ extension ThumbnailPipeline {
                 state.metrics.misses += 1
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
                                     priority: request.priority, completion: completion)
-                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale, encoder: encoder,
+                if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,
+                           encoder: configuration.encoder(for: request.kind, format: request.format),
                            parks: previousLive != nil, in: &state) {
                     state.metrics.overloaded += 1
                     answers.add(completion, .init(token: token, result: .failure(.overloaded)))

@@ -41,6 +41,11 @@ public final class ThumbnailPipeline: Sendable {
     let resolvedHook: (@Sendable (AssetVersion) -> Void)?
     /// The watcher vouched versions rest on (nil: none running, nothing vouched; `VouchedVersions`).
     let vouching = Mutex<VouchingWatch?>(nil)
+    /// Set (under the lock) when shutdown begins: the lock-free hits stop then.
+    let closing = Atomic<Bool>(false)
+    /// Vouched memory hits of requests without a slot, answered without the lock: each is a
+    /// request, a memory hit and a vouched hit of `metrics`.
+    let lockFreeHits = Atomic<Int>(0)
 
     public convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
@@ -129,6 +134,10 @@ public final class ThumbnailPipeline: Sendable {
             metrics.watchFailures = coverage.watchFailures
             metrics.missedFolderRescans = coverage.missedFolderRescans
             metrics.vouchedAssets = memory.vouchCount
+            let lockFree = lockFreeHits.load(ordering: .relaxed)
+            metrics.requests += lockFree
+            metrics.memoryHits += lockFree
+            metrics.vouchedHits += lockFree
             return metrics
         }
         metrics.backlog = backlogMetrics
@@ -149,7 +158,8 @@ public final class ThumbnailPipeline: Sendable {
         // (queued pre-renders are answered below and their rows stay for the next start).
         stopReconciling()
         let workers = locked { state, answers -> Int in
-            state.shutDown(into: &answers) ? max(1, configuration.workers) : 0
+            closing.store(true, ordering: .releasing)
+            return state.shutDown(into: &answers) ? max(1, configuration.workers) : 0
         }
         for _ in 0..<workers { workAvailable.signal() }
         workersDone.wait()

@@ -1,8 +1,9 @@
 import Foundation
 import ThumbPipeline
 
-/// A request as the transport hands it to the API: the path and query as sent, lower-cased
-/// header names. `APIRequest.parse` decodes and bounds everything.
+/// A request as the transport hands it to the API: the path and query as sent, the headers the
+/// API reads (`HTTPServer.forwardedHeaderNames`) under lower-cased names. `APIRequest.parse`
+/// decodes and bounds everything.
 public struct HTTPRequest: Sendable {
     public var method: String
     /// URL path as sent, still percent-encoded: the HTTP library passes escapes through
@@ -23,9 +24,14 @@ public struct HTTPRequest: Sendable {
 }
 
 public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+    // A change to any of these makes the answer another one than the prepared response says.
+    public var status: Int { didSet { reusable = nil } }
+    public var headers: [(String, String)] { didSet { reusable = nil } }
+    public var body: [UInt8] { didSet { reusable = nil } }
+    /// The same answer as a libmicrohttpd response the transport may queue as it is (a cache hit
+    /// answered the same way every time: `ServedThumbnail`), instead of building one from the
+    /// fields above, which say the same.
+    var reusable: (served: ServedThumbnail, variesWithAccept: Bool)?
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status

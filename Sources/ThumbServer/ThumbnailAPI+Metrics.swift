@@ -16,7 +16,8 @@ extension ThumbnailAPI {
                 lines.append("\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(whole.map(String.init) ?? String(value))")
             }
         }
-        let requests = counters.withLock { $0.counts }
+        var requests = counters.withLock { $0.counts }
+        if case let answered = thumbnailsAnswered.load(ordering: .relaxed), answered > 0 { requests["thumbnails", default: [:]][200, default: 0] += answered }
         metric("thumbd_http_requests_total", "counter", "HTTP requests by route and status.",
                requests.keys.sorted().flatMap { route in
                    (requests[route] ?? [:]).keys.sorted().map { status in
@@ -100,6 +101,15 @@ extension ThumbnailAPI {
         metric("thumbd_asset_resolves_total", "counter", "Requests that looked at their asset file (open, openat2, fstat).",
                [("", Double(metrics.assetResolves))])
         metric("thumbd_vouched_assets", "gauge", "Assets whose version the folder watcher vouches for.", [("", Double(metrics.vouchedAssets))])
+        metric("thumbd_http_responses_built_total", "counter",
+               "libmicrohttpd responses built: prepared once per cached thumbnail (and Vary form), or for one request.",
+               [("how=\"prepared\"", Double(ResponseCounters.prepared.load(ordering: .relaxed))),
+                ("how=\"per_request\"", Double(ResponseCounters.perRequest.load(ordering: .relaxed)))])
+        metric("thumbd_http_prepared_sends_total", "counter", "Answers sent with a prepared response (no copy, no formatting).",
+               [("", Double(ResponseCounters.preparedSends.load(ordering: .relaxed)))])
+        metric("thumbd_request_parse_not_remembered_total", "counter",
+               "Kinds and format choices worked out but not remembered: the memo was full.",
+               [("", Double(parsing.withLock { $0 }.resultsNotKept))])
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -24,12 +24,16 @@ public struct ThumbnailCall: Sendable {
         PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token, format: format)
     }
 
-    static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy,
-                      maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
-        let rest = request.path.dropFirst("/v1/thumbnails/".count)
-        guard let slash = rest.firstIndex(of: "/") else { throw .badRequest("expected /v1/thumbnails/{kind}/{asset path}") }
-        let kindText = try PercentDecoding.decode(rest[..<slash], field: "the kind")
-        let assetPath = try PercentDecoding.decode(rest[rest.index(after: slash)...], field: "the asset path")
+    static func parse(_ request: HTTPRequest, context: ParsingContext, maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
+        // By bytes: the route's prefix is ASCII, and so is the slash that ends the kind.
+        let path = request.path
+        let utf8 = path.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: "/v1/thumbnails/".utf8.count, limitedBy: utf8.endIndex) ?? utf8.endIndex
+        guard let slash = utf8[start...].firstIndex(of: UInt8(ascii: "/")) else {
+            throw .badRequest("expected /v1/thumbnails/{kind}/{asset path}")
+        }
+        let kindText = try PercentDecoding.decode(path[start..<slash], field: "the kind")
+        let assetPath = try PercentDecoding.decode(path[utf8.index(after: slash)...], field: "the asset path")
         guard !assetPath.isEmpty else { throw .badRequest("no asset path") }
         guard assetPath.utf8.count <= PipelineRequest.maxAssetPathBytes else {
             throw .badRequest("an asset path is at most \(PipelineRequest.maxAssetPathBytes) bytes, this one \(assetPath.utf8.count)")
@@ -44,7 +48,7 @@ public struct ThumbnailCall: Sendable {
         }
         let selection: SlotSelection
         do {
-            selection = try catalog.resolve(kindText, scale: scale)
+            selection = try context.selection(kindText, scale: scale)
         } catch {
             throw APIError(400, "badKind", error.description)
         }
@@ -87,13 +91,13 @@ public struct ThumbnailCall: Sendable {
         }
         let chosen: (format: EncoderSettings.Format, variesWithAccept: Bool)
         do {
-            chosen = try formats.formats(for: selection.kind).choose(asked: asked, accept: request.headers["accept"])
+            chosen = try context.choice(for: selection.kind, asked: asked, accept: request.headers["accept"])
         } catch {
             throw APIError(400, "formatNotAllowed", error.reason)
         }
         return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: selection.scale ?? selection.kind.scales.first ?? 1,
                              slot: slot, token: token, priority: priority, waitMilliseconds: wait,
-                             answersWithPath: query["as"] == "path" || (request.headers["accept"]?.contains("application/json") ?? false),
+                             answersWithPath: query["as"] == "path" || (request.headers["accept"].map { Self.names($0, "application/json") } ?? false),
                              ifNoneMatch: request.headers["if-none-match"], format: chosen.format,
                              variesWithAccept: chosen.variesWithAccept)
     }
@@ -107,6 +111,19 @@ public struct ThumbnailCall: Sendable {
             }
         }
         return SlotID(client: client, slot: slot)
+    }
+
+    /// Whether `text` holds `part` (bytes compared as they are, as `contains` on a string did for
+    /// an ASCII `part`), without Foundation's bridged search.
+    static func names(_ text: String, _ part: StaticString) -> Bool {
+        let needle = UnsafeBufferPointer(start: part.utf8Start, count: part.utf8CodeUnitCount)
+        guard let first = needle.first else { return true }
+        let haystack = Array(text.utf8)
+        guard haystack.count >= needle.count else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == first {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
     }
 
     /// Decimal digits only (no sign, no spaces); nil for anything else. Past 19 digits the value

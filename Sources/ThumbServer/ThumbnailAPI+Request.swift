@@ -42,23 +42,31 @@ public enum APIRequest: Sendable {
     /// that a `%00` is refused instead of cutting a C string short.
     public static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy = OutputFormatPolicy(),
                              maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
+        parse(request, context: ParsingContext(catalog: catalog, formats: formats), maxWaitMilliseconds: maxWaitMilliseconds)
+    }
+
+    /// `parse`, against a context that remembers kinds and format choices across requests (the
+    /// server's; the same answers as a fresh one).
+    static func parse(_ request: HTTPRequest, context: ParsingContext, maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
         do {
-            return .success(try parseThrowing(request, catalog: catalog, formats: formats, maxWaitMilliseconds: maxWaitMilliseconds))
+            return .success(try parseThrowing(request, context: context, maxWaitMilliseconds: maxWaitMilliseconds))
         } catch {
             return .failure(error)
         }
     }
 
-    static func parseThrowing(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy,
-                              maxWaitMilliseconds: Int) throws(APIError) -> APIRequest {
+    static func parseThrowing(_ request: HTTPRequest, context: ParsingContext, maxWaitMilliseconds: Int) throws(APIError) -> APIRequest {
+        let catalog = context.catalog
         let route = ThumbnailAPI.route(of: request)
         // HEAD is GET without a body (libmicrohttpd drops the body).
         let method = request.method == "HEAD" ? "GET" : request.method
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false)
+        // Split only where a route needs the parts (a thumbnail's path is parsed on its own).
+        var segments: [Substring] { request.path.split(separator: "/", omittingEmptySubsequences: false) }
         switch (method, route) {
         case ("GET", "thumbnails"):
-            return .thumbnail(try ThumbnailCall.parse(request, catalog: catalog, formats: formats, maxWaitMilliseconds: maxWaitMilliseconds))
+            return .thumbnail(try ThumbnailCall.parse(request, context: context, maxWaitMilliseconds: maxWaitMilliseconds))
         case ("DELETE", "slots"):
+            let segments = segments
             guard segments.count == 5, !segments[3].isEmpty, !segments[4].isEmpty else {
                 throw .badRequest("expected DELETE /v1/slots/{client}/{slot}")
             }
@@ -70,6 +78,7 @@ public enum APIRequest: Sendable {
             call.accept = request.headers["accept"]
             return .prefetch(call)
         case ("DELETE", "prefetch"):
+            let segments = segments
             guard segments.count == 4, !segments[3].isEmpty else {
                 throw .badRequest("expected DELETE /v1/prefetch/{id} (the id a POST /v1/prefetch answered)")
             }
@@ -96,11 +105,13 @@ enum PercentDecoding {
     /// Decodes `%XX` escapes; a `%` not followed by two hex digits stays as it is (as
     /// libmicrohttpd's own decoder did). The result must be UTF-8 without NUL bytes.
     static func decode(_ raw: some StringProtocol, field: String) throws(APIError) -> String {
-        let utf8 = Array(raw.utf8)
-        guard utf8.contains(UInt8(ascii: "%")) else {
-            guard !utf8.contains(0) else { throw .badRequest("\(field) contains a NUL byte") }
+        // Most paths have no escape: checked on the UTF-8 in place, without a copy.
+        let (escapes, nul) = scan(raw.utf8)
+        guard escapes else {
+            guard !nul else { throw .badRequest("\(field) contains a NUL byte") }
             return String(raw)
         }
+        let utf8 = Array(raw.utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count)
         var index = 0
@@ -117,6 +128,21 @@ enum PercentDecoding {
         guard !bytes.contains(0) else { throw .badRequest("\(field) contains a NUL byte (%00)") }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw .badRequest("\(field) is not UTF-8 text") }
         return text
+    }
+
+    /// Whether `utf8` holds a `%` and whether a NUL, in one pass over its contiguous bytes.
+    private static func scan(_ utf8: some Collection<UInt8>) -> (escapes: Bool, nul: Bool) {
+        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (escapes: Bool, nul: Bool) {
+            var escapes = false
+            var nul = false
+            for byte in bytes {
+                escapes = escapes || byte == UInt8(ascii: "%")
+                nul = nul || byte == 0
+            }
+            return (escapes, nul)
+        }
+        if let found = utf8.withContiguousStorageIfAvailable(scan) { return found }
+        return (utf8.contains(UInt8(ascii: "%")), utf8.contains(0))
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -12,10 +12,18 @@ extension ThumbnailAPI {
         let wait = call.waitMilliseconds
         let variesWithAccept = call.variesWithAccept
         let once = OnceResponder(respond)
-        let pipeline = pipeline
+        // The pipeline is captured only by answers that need it (`as=path`): a hit's answer
+        // touches no shared object it need not.
+        let storedPath: @Sendable (CachedThumbnail) -> String?
+        if asPath {
+            let pipeline = pipeline
+            storedPath = { thumbnail in pipeline.storedFilePath(of: thumbnail) }
+        } else {
+            storedPath = { _ in nil }
+        }
         pipeline.submit(call.pipelineRequest) { response in
             once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
-                                           storedPath: pipeline.storedFilePath(of:)))
+                                           storedPath: storedPath))
         }
         // The render goes on (and is cached) even when the wait runs out.
         guard !once.isDone else { return }
@@ -38,12 +46,12 @@ extension ThumbnailAPI {
         let tokenHeader: [(String, String)] = response.token.map { [("X-Thumbd-Token", String($0))] } ?? []
         switch response.result {
         case .success(let thumbnail):
-            let vary: [(String, String)] = variesWithAccept ? [("Vary", "Accept")] : []
-            let caching = [("ETag", thumbnail.etag), ("Cache-Control", "public, max-age=31536000, immutable")] + vary + tokenHeader
-            if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: {
-                $0.trimmingCharacters(in: .whitespaces) == thumbnail.etag || $0.trimmingCharacters(in: .whitespaces) == "*"
-            }) {
-                return HTTPResponse(status: 304, headers: caching)
+            // Header lines formatted once per cache entry, with its prepared response.
+            let served = ServedThumbnail.of(thumbnail)
+            let lines = variesWithAccept ? served.headersVaryingWithAccept : served.headers
+            if let ifNoneMatch, Self.matches(ifNoneMatch, etag: served.etag) {
+                // The 304 keeps the validators and caching lines, without Content-Type.
+                return HTTPResponse(status: 304, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
             if asPath {
                 guard let path = storedPath(thumbnail) else {
@@ -51,11 +59,15 @@ extension ThumbnailAPI {
                 }
                 var object: [String: Any] = ["path": path, "bytes": thumbnail.bytes.count, "width": thumbnail.width,
                                              "height": thumbnail.height, "format": thumbnail.format.rawValue,
-                                             "contentType": thumbnail.format.mediaType, "etag": thumbnail.etag]
+                                             "contentType": thumbnail.format.mediaType, "etag": served.etag]
                 if let token = response.token { object["token"] = token }
-                return .json(200, object, headers: caching)
+                return .json(200, object, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
-            return HTTPResponse(status: 200, headers: [("Content-Type", thumbnail.format.mediaType)] + caching, body: thumbnail.bytes)
+            guard tokenHeader.isEmpty else { return HTTPResponse(status: 200, headers: lines + tokenHeader, body: thumbnail.bytes) }
+            // The same answer for every hit on this entry: the transport may send it prepared.
+            var answer = HTTPResponse(status: 200, headers: lines, body: thumbnail.bytes)
+            answer.reusable = (served, variesWithAccept)
+            return answer
         case .failure(let error):
             switch error {
             case .superseded(let current):
@@ -65,6 +77,17 @@ extension ThumbnailAPI {
             default:
                 return .failure(error)
             }
+        }
+    }
+
+    /// Whether an `If-None-Match` list names `etag` (or is `*`); spaces and tabs around each
+    /// member (HTTP's optional white space) do not count.
+    static func matches(_ ifNoneMatch: String, etag: String) -> Bool {
+        ifNoneMatch.split(separator: ",").contains { member in
+            var text = member
+            while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+            while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+            return text == etag || text == "*"
         }
     }
 }

@@ -12,19 +12,26 @@ public final class ThumbnailAPI: Sendable {
     /// The kinds' output formats, replaced with the catalog.
     let formats: Mutex<OutputFormatPolicy>
     let maxWaitMilliseconds: Int
+    /// The catalog and formats requests are parsed against, with what parsing them came to so far.
+    let parsing: Mutex<ParsingContext>
     let counters = Mutex(RequestCounters())
+    /// `thumbnails` answered 200, the hits' count kept without the counters' lock (merged into
+    /// `thumbd_http_requests_total`).
+    let thumbnailsAnswered = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
 
     public init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
         self.pipeline = pipeline
         self.catalog = Mutex(catalog)
         formats = Mutex(pipeline.configuration.outputFormats)
+        parsing = Mutex(ParsingContext(catalog: catalog, formats: pipeline.configuration.outputFormats))
         self.maxWaitMilliseconds = maxWaitMilliseconds
     }
 
     public func replaceCatalog(_ newCatalog: SlotCatalog, formats newFormats: OutputFormatPolicy) {
         catalog.withLock { $0 = newCatalog }
         formats.withLock { $0 = newFormats }
+        parsing.withLock { $0 = ParsingContext(catalog: newCatalog, formats: newFormats) }
     }
 
     /// From now on every request is answered 503.
@@ -33,15 +40,18 @@ public final class ThumbnailAPI: Sendable {
     public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let route = Self.route(of: request)
         let counted: @Sendable (HTTPResponse) -> Void = { [self] response in
-            counters.withLock { $0.count(route: route, status: response.status) }
+            if response.status == 200 && route == "thumbnails" {
+                thumbnailsAnswered.add(1, ordering: .relaxed)
+            } else {
+                counters.withLock { $0.count(route: route, status: response.status) }
+            }
             respond(response)
         }
         if shuttingDown.load(ordering: .relaxed) && route != "healthz" && route != "readyz" {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
-        let parsed = APIRequest.parse(request, catalog: catalog.withLock { $0 }, formats: formats.withLock { $0 },
-                                      maxWaitMilliseconds: maxWaitMilliseconds)
+        let parsed = APIRequest.parse(request, context: parsing.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)
         switch parsed {
         case .failure(let error):
             counted(error.response)

@@ -62,7 +62,9 @@ extension MemoryCache {
     /// nil: not vouched, or that variant not known, or no longer held.
     func vouchedThumbnail(assetPath: String, variant: ThumbnailVariant) -> CachedThumbnail? {
         state.withLock { state in
-            guard let vouch = state.records[assetPath]?.vouch else { return nil }
+            // In place (a mutating look through the values' modify accessor): no copy of the record.
+            guard let record = state.records.index(forKey: assetPath),
+                  let found = state.records.values[record].vouchedSlot(for: variant) else { return nil }
             guard let authority = state.authority, authority.vouches else {
                 // The watcher stopped: what it vouched for may change unseen from now on.
                 state.dropAllVouches()
@@ -70,9 +72,8 @@ extension MemoryCache {
                 vouchGeneration.add(1, ordering: .releasing)
                 return nil
             }
-            guard let alias = vouch.aliases.first(where: { $0.variant == variant }),
-                  let thumbnail = state.slots[alias.slot].thumbnail else { return nil }
-            state.touch(alias.slot)
+            guard let slot = found, let thumbnail = state.slots[slot].thumbnail else { return nil }
+            state.touch(slot)
             return thumbnail
         }
     }
@@ -141,6 +142,15 @@ extension MemoryCache {
 
     /// Vouched assets (tests and `/metrics`).
     var vouchCount: Int { state.withLock { $0.vouchedAssets } }
+}
+
+extension MemoryCache.AssetRecord {
+    /// Nil: not vouched for; else the slot `variant` was seen to hit, if any. Mutating only so
+    /// that a caller reaching the record through a table looks at it in place.
+    mutating func vouchedSlot(for variant: ThumbnailVariant) -> Int?? {
+        guard vouch != nil else { return nil }
+        return .some(vouch?.aliases.first { $0.variant == variant }?.slot)
+    }
 }
 
 extension MemoryCache.State {

@@ -89,6 +89,29 @@ final class DeliveryGate: Sendable {
         }
     }
 
+    /// Delivers one answer that carries no slot's bytes (what `Answers.add` makes `.direct`)
+    /// the way `deliver` would, without its bookkeeping: a cache hit of a request without a slot.
+    func deliverDirect(_ completion: @escaping Completion, _ response: PipelineResponse) {
+        if let context = DeliveryContext.current {
+            // A direct answer's check is never asked (`handOver`).
+            context.pending.append((.direct(completion, response), { _, _, _ in .deliver }))
+            return
+        }
+        let context = DeliveryContext()
+        context.enter()
+        defer { context.leave() }
+        completion(response)
+        // What calls from inside the completion decided, as `deliver` runs it.
+        var next = 0
+        while next < context.pending.count {
+            let (delivery, admit) = context.pending[next]
+            next += 1
+            handOver(delivery, admit: admit, context: context)
+            for stripe in context.passLater { pass(stripe) }
+            context.passLater.removeAll()
+        }
+    }
+
     private func handOver(_ delivery: Answers.Delivery, admit: Admit, context: DeliveryContext) {
         switch delivery {
         case .direct(let completion, let response):
