@@ -53,12 +53,17 @@ FORMATS_DIR = Path(tempfile.gettempdir()) / "thumbbench-formats"
 REAL_HEIC = ["pillow_heif__pug.heic", "pillow_heif__arrow.heic", "pillow_heif__xiaomi.heic"]
 INPUT_FORMATS = ("webp", "gif", "heic", "avif")
 RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
+# The decode floor (Benchmarks/decode-floor.c), compiled by gcc into $TMPDIR.
+FLOOR_SOURCE = PACKAGE / "Benchmarks/decode-floor.c"
+FLOOR_BIN = Path(tempfile.gettempdir()) / "thumbbench-floor" / "decode-floor"
 
 # slot name -> (thumbd inline spec, vipsthumbnail arguments, output size is a filled square)
 SLOTS = {
     "large": ("256x256,fit", ["--size", "256x256"], False),
     "contact-avatar@3x": ("48x48@3x,fill,circle", ["--size", "144x144", "--smartcrop", "centre"], True),
 }
+# slot name -> output box in pixels (for the DCT scale thumbd picks)
+SLOT_PIXELS = {"large": (256, 256), "contact-avatar@3x": (144, 144)}
 
 
 # ---------------------------------------------------------------- processes
@@ -80,9 +85,9 @@ def run(cmd, stdin_path=None):
         return wall, kb / 1024, proc.returncode, err.read().decode(errors="replace")
 
 
-def thumbd_cmd(files, slot, out_dir, jobs, config):
-    cmd = [str(THUMBD), "render", *map(str, files), "--slot", SLOTS[slot][0],
-           "--out-dir", str(out_dir), "--format", "png", "--jobs", str(jobs)]
+def thumbd_cmd(files, slot, out_dir, jobs, config, binary=None, output_format="png"):
+    cmd = [str(binary or THUMBD), "render", *map(str, files), "--slot", SLOTS[slot][0],
+           "--out-dir", str(out_dir), "--format", output_format, "--jobs", str(jobs)]
     return cmd + (["--config", str(config)] if config else [])
 
 
@@ -113,6 +118,12 @@ def vips_output(out_dir, src):
 
 # ---------------------------------------------------------------- data sets
 
+def ensure_bench_corpus():
+    if not (BENCH_DIR / "manifest.tsv").exists():
+        print(f"generating {BENCH_DIR} (about 3 minutes) ...", flush=True)
+        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(BENCH_DIR), "--jobs", "2"], check=True)
+
+
 def prepare_groups(tmp, quick):
     """Returns {group: {"files": [...], "unique": [...]}}; files are what gets timed."""
     photos = sorted(LARGE_PHOTOS.glob("*.jpg"))
@@ -124,9 +135,7 @@ def prepare_groups(tmp, quick):
             link = loop_dir / f"r{i:02d}-{photo.name}"
             link.symlink_to(photo)
             looped.append(link)
-    if not (BENCH_DIR / "manifest.tsv").exists():
-        print(f"generating {BENCH_DIR} (about 3 minutes) ...", flush=True)
-        subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(BENCH_DIR), "--jobs", "2"], check=True)
+    ensure_bench_corpus()
     jpegs, pngs = sorted(BENCH_DIR.glob("jpg-*.jpg")), sorted(BENCH_DIR.glob("png-*.png"))
     if quick:
         jpegs, pngs = spread(jpegs, 20), spread(pngs, 16)
@@ -294,6 +303,145 @@ def quality(files, slot, dirs):
     return means, rows, mismatches
 
 
+# ---------------------------------------------------------------- decode floor
+
+def build_floor():
+    """Compiles Benchmarks/decode-floor.c (gcc -O2, libjpeg-turbo) into $TMPDIR when it is newer."""
+    if not FLOOR_BIN.exists() or FLOOR_BIN.stat().st_mtime < FLOOR_SOURCE.stat().st_mtime:
+        FLOOR_BIN.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-o", str(FLOOR_BIN), str(FLOOR_SOURCE), "-ljpeg"], check=True)
+    return FLOOR_BIN
+
+
+def dct_denominator(path, slot, dct_margin=2.0):
+    """The DCT scale thumbd's ShrinkPlan picks for `slot`: the largest of 8, 4, 2 that still leaves
+    `dct_margin` of reduction (source pixels per output pixel along the less reduced axis)."""
+    with Image.open(path) as im:
+        width, height = im.size  # stored size; the reduction is the same in the displayed frame
+    box_w, box_h = SLOT_PIXELS[slot]
+    if SLOTS[slot][2]:  # fill: a centred crop of the output's aspect
+        crop_w, crop_h = min(width, height * box_w / box_h), min(height, width * box_h / box_w)
+        reduction = min(crop_w / box_w, crop_h / box_h)
+    else:
+        scale = min(box_w / width, box_h / height, 1)
+        reduction = min(width / max(1, round(width * scale)), height / max(1, round(height * scale)))
+    return next((d for d in (8, 4, 2) if reduction / d >= dct_margin), 1)
+
+
+def timed_together(commands):
+    """Runs the commands at once; returns (wall seconds, CPU seconds summed over them (user +
+    system, from wait4), [(exit code, stderr tail)])."""
+    start = time.perf_counter()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for cmd in commands]
+    cpu, results = 0.0, []
+    for proc in procs:
+        err = proc.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu += usage.ru_utime + usage.ru_stime
+        results.append((proc.returncode, err.strip()[-300:]))
+    return time.perf_counter() - start, cpu, results
+
+
+def floor_commands(files, scales, jobs):
+    """`jobs` decode-floor command lines over an even split of the files, each at its scale."""
+    commands = []
+    for part in (files[i::jobs] for i in range(jobs)):
+        cmd = [str(FLOOR_BIN)]
+        for f in part:
+            cmd += ["-s", str(scales[f]), str(f)]
+        commands.append(cmd)
+    return commands
+
+
+def looped(files, times, tmp, name):
+    """The files `times` over, through symlinks (as large-photos is looped): a group long enough
+    that a process's start-up (~20 ms for thumbd) does not weigh on its throughput."""
+    folder = fresh_dir(tmp, "loops", name)
+    links = []
+    for i in range(times):
+        for f in files:
+            link = folder / f"r{i:02d}-{f.name}"
+            link.symlink_to(f)
+            links.append(link)
+    return links
+
+
+# (group, slot, target of thumbd over the floor, target of thumbd over --baseline-thumbd)
+FLOOR_ROWS = [
+    ("bench-jpeg", "large", 0.9, None),
+    ("bench-jpeg", "contact-avatar@3x", 1.0, None),
+    ("bench-prog", "contact-avatar@3x", None, 4.0),
+]
+
+
+def floor_comparison(tmp, args):
+    """thumbd render --jobs N against N decode-floor processes (same files, same run, each at the
+    DCT scale thumbd picks), and against a baseline thumbd binary when given."""
+    build_floor()
+    ensure_bench_corpus()
+    jpegs = sorted(BENCH_DIR.glob("jpg-*.jpg"))
+    progressive = sorted(BENCH_DIR.glob("jpg-prog-*.jpg"))
+    groups = {"bench-jpeg": spread(jpegs, 20) if args.quick else jpegs,
+              "bench-prog": progressive if args.quick else looped(progressive, 3, tmp, "bench-prog")}
+    rows = []
+    for group, slot, floor_target, baseline_target in FLOOR_ROWS:
+        files = groups[group]
+        warm_cache(files)
+        scales = {f: dct_denominator(f, slot) for f in files}
+        binaries = {"thumbd": THUMBD if args.thumbd is None else args.thumbd}
+        if args.baseline_thumbd:
+            binaries["baseline"] = args.baseline_thumbd
+        print(f"floor: {group:10} {slot:18} {len(files)} images at 1/{'+1/'.join(map(str, sorted(set(scales.values()))))} ...",
+              flush=True)
+        runs = {name: [] for name in [*binaries, "floor"]}
+        failures = []
+        for _ in range(args.repeat):
+            for name, binary in binaries.items():
+                out = fresh_dir(tmp, "floor-out", name)
+                # The daemon's default output (auto: JPEG q85 for `large`, PNG for the circle avatar).
+                wall, cpu, results = timed_together([thumbd_cmd(files, slot, out, args.jobs, None, binary, "auto")])
+                runs[name].append((wall, cpu))
+                failures += [f"{name}: exit {rc}: {err}" for rc, err in results if rc]
+            wall, cpu, results = timed_together(floor_commands(files, scales, args.jobs))
+            runs["floor"].append((wall, cpu))
+            failures += [f"floor: exit {rc}: {err}" for rc, err in results if rc]
+        wall = {name: min(w for w, _ in r) for name, r in runs.items()}
+        cpu = {name: min(c for _, c in r) for name, r in runs.items()}
+        row = {"group": group, "slot": slot, "images": len(files), "scales": sorted(set(scales.values())),
+               "img_per_s": {name: len(files) / w for name, w in wall.items()},
+               "cpu_ms_per_image": {name: 1000 * c / len(files) for name, c in cpu.items()},
+               "runs": {name: [(round(w, 3), round(c, 3)) for w, c in r] for name, r in runs.items()},
+               "thumbd_over_floor": wall["floor"] / wall["thumbd"], "cpu_thumbd_over_floor": cpu["floor"] / cpu["thumbd"],
+               "floor_target": floor_target, "baseline_target": baseline_target, "failures": failures}
+        if "baseline" in wall:
+            row["thumbd_over_baseline"] = wall["baseline"] / wall["thumbd"]
+            row["cpu_thumbd_over_baseline"] = cpu["baseline"] / cpu["thumbd"]
+        rows.append(row)
+    return rows
+
+
+def print_floor(rows, args):
+    print(f"\nfloor: thumbd render --jobs {args.jobs} vs {args.jobs} decode-floor processes at the same DCT scale, "
+          f"thumbd's default output (best of {args.repeat}; cpu = user + system ms an image)")
+    head = (f"{'group':10} {'slot':18} {'files':>5} {'scale':>7} {'floor/s':>7} {'thumbd/s':>8} {'t/floor':>7} "
+            f"{'cpu':>5} {'target':>6}  {'base/s':>6} {'t/base':>6} {'cpu':>5} {'target':>6}")
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        ips, cpu = r["img_per_s"], r["cpu_ms_per_image"]
+        scale = "+".join(f"1/{d}" for d in r["scales"])
+        line = (f"{r['group']:10} {r['slot']:18} {r['images']:5} {scale:>7} {ips['floor']:7.1f} {ips['thumbd']:8.1f} "
+                f"{r['thumbd_over_floor']:7.2f} {r['cpu_thumbd_over_floor']:5.2f} {r['floor_target'] or '':>6}")
+        if "baseline" in ips:
+            line += (f"  {ips['baseline']:6.1f} {r['thumbd_over_baseline']:6.2f} {r['cpu_thumbd_over_baseline']:5.2f} "
+                     f"{r['baseline_target'] or '':>6}")
+        print(line)
+        print(f"{'':10} {'':18} {'':5} {'':>7} cpu ms/image: floor {cpu['floor']:.1f}, thumbd {cpu['thumbd']:.1f}"
+              + (f", baseline {cpu['baseline']:.1f}" if "baseline" in cpu else ""))
+        for failure in r["failures"]:
+            print(f"! {r['group']} {r['slot']} {failure}")
+
+
 # ---------------------------------------------------------------- main
 
 def build():
@@ -369,13 +517,21 @@ def main():
     parser.add_argument("--slot", action="append", choices=list(SLOTS), help="only these slots (repeatable)")
     parser.add_argument("--repeat", type=int, help="whole-group runs per tool, best kept (default 3, quick 1)")
     parser.add_argument("--json", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
+    parser.add_argument("--floor-only", action="store_true", help="only the decode-floor comparison")
+    parser.add_argument("--no-floor", action="store_true", help="skip the decode-floor comparison")
+    parser.add_argument("--thumbd", type=Path, help="the thumbd binary to measure (default .build/release/thumbd)")
+    parser.add_argument("--baseline-thumbd", type=Path,
+                        help="another thumbd binary (e.g. main's) for the floor rows' before/after column")
     args = parser.parse_args()
     args.timing_sample = 8 if args.quick else 20
     args.quality_sample = 6 if args.quick else 12
     args.repeat = args.repeat or (1 if args.quick else 3)
 
     import_deps()
-    if not args.no_build:
+    if args.thumbd:
+        global THUMBD
+        THUMBD = args.thumbd.resolve()
+    elif not args.no_build:
         build()
     load = os.getloadavg()[0]
     if load > 0.5:
@@ -383,17 +539,22 @@ def main():
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         config = write_config(tmp, args.dct_margin, args.box_margin)
-        groups = prepare_groups(tmp, args.quick)
-        results = [bench_group(name, group, slot, tmp, args, config)
-                   for name, group in groups.items() if not args.group or name in args.group
-                   for slot in SLOTS if not args.slot or slot in args.slot]
+        groups = {} if args.floor_only else prepare_groups(tmp, args.quick)
+        results = [] if args.floor_only else [
+            bench_group(name, group, slot, tmp, args, config)
+            for name, group in groups.items() if not args.group or name in args.group
+            for slot in SLOTS if not args.slot or slot in args.slot]
+        floor = [] if args.no_floor else floor_comparison(tmp, args)
     for r in results:
         for tool in ("thumbd", "vips"):
             r[tool].pop("out_dir", None)
             for v in r[tool].get("variants", {}).values():
                 v.pop("out_dir", None)
-    print_table(results)
-    print_oddities(results)
+    if results:
+        print_table(results)
+        print_oddities(results)
+    if floor:
+        print_floor(floor, args)
     print(f"\nquality: mean over {args.quality_sample} images per group (large-photos: its distinct photos); "
           f"median_ms over {args.timing_sample}; took {time.time() - started:.0f} s")
 
@@ -405,7 +566,9 @@ def main():
             "vips_version": subprocess.run([VIPS, "--vips-version"], capture_output=True, text=True).stdout.strip(),
             "git_head": subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE, capture_output=True,
                                        text=True).stdout.strip()}
-    args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    meta["thumbd"] = str(THUMBD)
+    meta["baseline_thumbd"] = str(args.baseline_thumbd) if args.baseline_thumbd else None
+    args.json.write_text(json.dumps({"meta": meta, "results": results, "floor": floor}, indent=1, default=str))
     print(f"wrote {args.json}")
 
 

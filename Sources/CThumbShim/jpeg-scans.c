@@ -30,7 +30,7 @@ typedef struct {
     size_t length;
     unsigned acComponents; // bit i: the frame's i-th component needs its AC coefficients
     int maxScans;
-    uint8_t *output;       // NULL: measure only
+    uint8_t *output;       // room for `length` bytes
     size_t outputLength;
     int components;        // 0 until the SOF2 segment
     uint8_t ids[CThumb_scanMaxComponents];
@@ -46,8 +46,9 @@ typedef struct {
 
 static size_t CThumb_be16(const uint8_t *bytes) { return (size_t)bytes[0] << 8 | bytes[1]; }
 
+// Kept bytes never outnumber the stream's: `output` has room for them all.
 static void CThumb_scanEmit(CThumb_ScanWalk *walk, size_t from, size_t to) {
-    if (walk->output) memcpy(walk->output + walk->outputLength, walk->data + from, to - from);
+    memcpy(walk->output + walk->outputLength, walk->data + from, to - from);
     walk->outputLength += to - from;
 }
 
@@ -216,22 +217,23 @@ int CThumb_JPEGKeepScans(const uint8_t *data, size_t length, unsigned acComponen
                          uint8_t **output, CThumb_JPEGScanSelection *selection) {
     *output = NULL;
     memset(selection, 0, sizeof(*selection));
-    CThumb_ScanWalk walk = {.data = data, .length = length, .acComponents = acComponents, .maxScans = maxScans};
-    if (!data || !CThumb_scanWalk(&walk)) return 0;
-    size_t keptBytes = walk.outputLength;
-    uint8_t *kept = malloc(keptBytes);
+    if (!data || length < 2) return 0;
+    // One pass, copying as it goes into room for the whole stream (the kept part is all that is
+    // written, so the rest is never touched), then shrunk to what was kept.
+    uint8_t *kept = malloc(length);
     if (!kept) return 0;
-    CThumb_ScanWalk copy = {.data = data, .length = length, .acComponents = acComponents, .maxScans = maxScans,
+    CThumb_ScanWalk walk = {.data = data, .length = length, .acComponents = acComponents, .maxScans = maxScans,
                             .output = kept};
-    if (!CThumb_scanWalk(&copy) || copy.outputLength != keptBytes) {
+    if (!CThumb_scanWalk(&walk)) {
         free(kept);
         return 0;
     }
-    *output = kept;
-    selection->scans = copy.scans;
-    selection->keptScans = copy.keptScans;
-    selection->keptBytes = keptBytes;
-    selection->headerBytes = copy.headerBytes;
-    selection->skippedBytes = copy.skippedBytes;
+    uint8_t *shrunk = realloc(kept, walk.outputLength);
+    *output = shrunk ? shrunk : kept;
+    selection->scans = walk.scans;
+    selection->keptScans = walk.keptScans;
+    selection->keptBytes = walk.outputLength;
+    selection->headerBytes = walk.headerBytes;
+    selection->skippedBytes = walk.skippedBytes;
     return 1;
 }

@@ -249,6 +249,16 @@ int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t
     return 0;
 }
 
+int CThumb_JPEGCropColumns(CThumb_JPEGDecoder *decoder, uint32_t *firstColumn, uint32_t *width) {
+    if (decoder->cancelled) return CTHUMB_CANCELLED;
+    if (setjmp(decoder->error.jump)) return decoder->cancelled ? CTHUMB_CANCELLED : -1;
+    JDIMENSION first = *firstColumn, count = *width;
+    jpeg_crop_scanline(&decoder->info, &first, &count);
+    *firstColumn = first;
+    *width = count;
+    return 0;
+}
+
 int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowStride, int maxRows) {
     enum { batch = 16 };
     if (decoder->cancelled) return CTHUMB_CANCELLED;

@@ -69,6 +69,12 @@ int CThumb_JPEGCopyICCProfile(CThumb_JPEGDecoder *decoder, uint8_t **profile, un
 /// Returns 0, -1 on error or CTHUMB_CANCELLED.
 int CThumb_JPEGStart(CThumb_JPEGDecoder *decoder, int scaleDenominator, uint32_t *outputWidth,
                      uint32_t *outputHeight, int *outputComponents);
+/// After CThumb_JPEGStart and before any row: decode only the output columns from `*firstColumn`,
+/// `*width` of them (libjpeg-turbo's jpeg_crop_scanline, which widens them to whole iMCU columns
+/// and writes back the columns it will decode); rows then hold `*width` pixels. The entropy
+/// decoding is the same; the IDCT, upsampling and colour conversion of the other columns are
+/// skipped. Returns 0, -1 (columns out of range) or CTHUMB_CANCELLED.
+int CThumb_JPEGCropColumns(CThumb_JPEGDecoder *decoder, uint32_t *firstColumn, uint32_t *width);
 /// Reads up to `maxRows` rows into `rows` (`rowStride` bytes apart). Returns rows read, -1 or
 /// CTHUMB_CANCELLED.
 int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowStride, int maxRows);

@@ -62,6 +62,15 @@ final class JPEGDecoder {
         return (Int(width), Int(height), Int(components))
     }
 
+    /// After `start`, before any row: decode only `columns` of the scaled output, widened by
+    /// libjpeg to whole iMCU columns; returns the columns the rows will then hold.
+    func cropColumns(_ columns: Range<Int>) throws(ImagingError) -> Range<Int> {
+        var first = UInt32(clamping: columns.lowerBound), width = UInt32(clamping: columns.count)
+        let status = CThumb_JPEGCropColumns(handle, &first, &width)
+        guard status == 0 else { throw failure(status) }
+        return Int(first)..<Int(first) + Int(width)
+    }
+
     /// Reads up to `maxRows` rows; returns how many were read (0 at the end).
     func readRows(into rows: UnsafeMutablePointer<UInt8>, rowStride: Int, maxRows: Int) throws(ImagingError) -> Int {
         let count = CThumb_JPEGReadRows(handle, rows, rowStride, Int32(maxRows))

@@ -9,7 +9,7 @@ enum Lanczos3 {
         var x: Double, y: Double, width: Double, height: Double
     }
 
-    private struct Taps {
+    struct Taps {
         var first: [Int32] = []   // first source index per output index
         var count: [Int32] = []   // taps per output index
         var weights: [Float] = [] // `maxTaps` per output index
@@ -24,7 +24,7 @@ enum Lanczos3 {
         return 3 * sin(px) * sin(px / 3) / (px * px)
     }
 
-    private static func taps(sourceSize: Int, start: Double, length: Double, outputSize: Int) -> Taps {
+    static func taps(sourceSize: Int, start: Double, length: Double, outputSize: Int) -> Taps {
         let scale = length / Double(outputSize)
         let filterScale = max(scale, 1)
         let support = 3 * filterScale
@@ -57,33 +57,81 @@ enum Lanczos3 {
     static func resample(_ image: FloatImage, region: Region, outputWidth: Int, outputHeight: Int) -> FloatImage {
         let horizontal = taps(sourceSize: image.width, start: region.x, length: region.width, outputSize: outputWidth)
         let vertical = taps(sourceSize: image.height, start: region.y, length: region.height, outputSize: outputHeight)
-        // Only the source rows that some vertical tap reads go through the horizontal pass.
-        var firstRow = image.height, endRow = 0
-        for index in 0..<outputHeight {
+        let rows = rowsRead(by: vertical, sourceHeight: image.height)
+        var middle = FloatImage(width: outputWidth, height: rows.count, hasAlpha: image.hasAlpha, zeroed: false)
+        image.pixels.withUnsafeBufferPointer { source in
+            middle.pixels.withUnsafeMutableBufferPointer { destination in
+                for row in rows {
+                    horizontalRow(source.baseAddress! + row * image.width, taps: horizontal,
+                                  into: destination.baseAddress! + (row - rows.lowerBound) * outputWidth)
+                }
+            }
+        }
+        return verticalPass(middle, firstRow: rows.lowerBound, taps: vertical, outputHeight: outputHeight)
+    }
+
+    /// The source rows that some vertical tap reads: only they go through the horizontal pass.
+    static func rowsRead(by vertical: Taps, sourceHeight: Int) -> Range<Int> {
+        var firstRow = sourceHeight, endRow = 0
+        for index in vertical.first.indices {
             firstRow = min(firstRow, Int(vertical.first[index]))
             endRow = max(endRow, Int(vertical.first[index] + vertical.count[index]))
         }
-        if endRow <= firstRow { firstRow = 0; endRow = 0 }
-        var middle = FloatImage(width: outputWidth, height: endRow - firstRow, hasAlpha: image.hasAlpha, zeroed: false)
-        image.pixels.withUnsafeBufferPointer { source in
-            middle.pixels.withUnsafeMutableBufferPointer { destination in
-                horizontal.weights.withUnsafeBufferPointer { weights in
-                    for row in firstRow..<endRow {
-                        let input = source.baseAddress! + row * image.width
-                        let output = destination.baseAddress! + (row - firstRow) * outputWidth
-                        for x in 0..<outputWidth {
-                            let taps = Int(horizontal.count[x])
-                            let pixel = input + Int(horizontal.first[x])
-                            let weight = weights.baseAddress! + x * horizontal.maxTaps
-                            var sum = SIMD4<Float>.zero
-                            for tap in 0..<taps { sum += pixel[tap] * weight[tap] }
-                            output[x] = sum
+        return endRow <= firstRow ? 0..<0 : firstRow..<endRow
+    }
+
+    /// One row of the horizontal pass. Four outputs at a time, each summing its taps in order (the
+    /// same arithmetic as one at a time, so the same bits): their four dependency chains overlap,
+    /// where one chain alone waits on each add. `input` holds the row from column `firstColumn`
+    /// on (every tap must lie at or after it).
+    static func horizontalRow(_ input: UnsafePointer<SIMD4<Float>>, firstColumn: Int = 0, taps: Taps,
+                              into output: UnsafeMutablePointer<SIMD4<Float>>) {
+        let stride = taps.maxTaps
+        taps.first.withUnsafeBufferPointer { first in
+            taps.count.withUnsafeBufferPointer { count in
+                taps.weights.withUnsafeBufferPointer { weights in
+                    let width = first.count
+                    var x = 0
+                    while x + 4 <= width {
+                        let p0 = input + (Int(first[x]) - firstColumn), p1 = input + (Int(first[x + 1]) - firstColumn)
+                        let p2 = input + (Int(first[x + 2]) - firstColumn), p3 = input + (Int(first[x + 3]) - firstColumn)
+                        let w0 = weights.baseAddress! + x * stride, w1 = w0 + stride, w2 = w1 + stride, w3 = w2 + stride
+                        let c0 = Int(count[x]), c1 = Int(count[x + 1]), c2 = Int(count[x + 2]), c3 = Int(count[x + 3])
+                        let common = min(c0, c1, c2, c3)
+                        var s0 = SIMD4<Float>.zero, s1 = SIMD4<Float>.zero, s2 = SIMD4<Float>.zero, s3 = SIMD4<Float>.zero
+                        for tap in 0..<common {
+                            s0 += p0[tap] * w0[tap]
+                            s1 += p1[tap] * w1[tap]
+                            s2 += p2[tap] * w2[tap]
+                            s3 += p3[tap] * w3[tap]
                         }
+                        for tap in common..<c0 { s0 += p0[tap] * w0[tap] }
+                        for tap in common..<c1 { s1 += p1[tap] * w1[tap] }
+                        for tap in common..<c2 { s2 += p2[tap] * w2[tap] }
+                        for tap in common..<c3 { s3 += p3[tap] * w3[tap] }
+                        output[x] = s0
+                        output[x + 1] = s1
+                        output[x + 2] = s2
+                        output[x + 3] = s3
+                        x += 4
+                    }
+                    while x < width {
+                        let pixel = input + (Int(first[x]) - firstColumn)
+                        let weight = weights.baseAddress! + x * stride
+                        var sum = SIMD4<Float>.zero
+                        for tap in 0..<Int(count[x]) { sum += pixel[tap] * weight[tap] }
+                        output[x] = sum
+                        x += 1
                     }
                 }
             }
         }
-        var result = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: image.hasAlpha)
+    }
+
+    /// The vertical pass over the horizontally resampled rows (`middle`, whose row 0 is source row `firstRow`).
+    static func verticalPass(_ middle: FloatImage, firstRow: Int, taps vertical: Taps, outputHeight: Int) -> FloatImage {
+        let outputWidth = middle.width
+        var result = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: middle.hasAlpha)
         middle.pixels.withUnsafeBufferPointer { source in
             result.pixels.withUnsafeMutableBufferPointer { destination in
                 vertical.weights.withUnsafeBufferPointer { weights in

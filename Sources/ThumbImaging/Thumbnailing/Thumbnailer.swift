@@ -160,10 +160,17 @@ public struct Thumbnailer: Sendable {
     /// The same, for a shrunk image whose axes were reduced by different factors (a loader's
     /// scaled decode rounds each side on its own).
     func finish(_ shrunk: FloatImage, shrinkFactorX: Double, shrinkFactorY: Double, geometry: ThumbnailGeometry) -> PixelBuffer {
-        let region = Lanczos3.Region(x: geometry.cropX / shrinkFactorX, y: geometry.cropY / shrinkFactorY,
-                                     width: geometry.cropWidth / shrinkFactorX, height: geometry.cropHeight / shrinkFactorY)
+        let region = Lanczos3.Region(geometry, shrinkFactorX: shrinkFactorX, shrinkFactorY: shrinkFactorY)
         return Lanczos3.resample(shrunk, region: region, outputWidth: geometry.outputWidth,
                                  outputHeight: geometry.outputHeight).pixelBuffer()
+    }
+}
+
+extension Lanczos3.Region {
+    /// The crop of `geometry` (stored-frame pixels) in a frame shrunk by the given factors.
+    init(_ geometry: ThumbnailGeometry, shrinkFactorX: Double, shrinkFactorY: Double) {
+        self.init(x: geometry.cropX / shrinkFactorX, y: geometry.cropY / shrinkFactorY,
+                  width: geometry.cropWidth / shrinkFactorX, height: geometry.cropHeight / shrinkFactorY)
     }
 }
 
