@@ -45,8 +45,9 @@ public final class FolderWatcher: @unchecked Sendable {
 
     public let root: AssetRoot
     let handler: @Sendable (Event) -> Void
-    /// Called on the watcher thread once the events queued so far are handled (the inotify
-    /// queue read empty): a consumer may gather work across events until then.
+    /// Called on the watcher thread after each wake-up's events are handled (the inotify queue
+    /// read empty, the root checked, missed folders rescanned): a consumer may gather work
+    /// across events until then.
     let drained: (@Sendable () -> Void)?
     let log: PipelineLog
     /// How often a lost root is looked for (and a watched one checked), seconds.
@@ -207,13 +208,14 @@ public final class FolderWatcher: @unchecked Sendable {
                 break
             }
             if fds[1].revents != 0 { break }
-            if fds[0].revents != 0 {
-                drain(buffer)
-                drained?()
-            }
+            if fds[0].revents != 0 { drain(buffer) }
             if !isStopping { checkRoot() }
             if !isStopping { retryMissedIfDue() }
+            // After every wake-up, whatever reported its events (the queue, a root check, a
+            // missed folder's rescan): nothing a consumer gathered waits for the next one.
+            drained?()
         }
+        drained?()
     }
 
     var isStopping: Bool { stopping.load(ordering: .acquiring) }
