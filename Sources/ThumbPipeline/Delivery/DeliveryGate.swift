@@ -79,6 +79,11 @@ final class DeliveryGate: Sendable {
         defer { context.leave() }
         for slot in answers.claimedSlots { pass(Self.stripe(of: slot)) }
         context.pending = answers.deliveries.map { ($0, admit) }
+        handOverPending(context)
+    }
+
+    /// Hands over what `context` holds in order, including what the completions it calls add.
+    private func handOverPending(_ context: DeliveryContext) {
         var next = 0
         while next < context.pending.count {
             let (delivery, admit) = context.pending[next]
@@ -102,14 +107,7 @@ final class DeliveryGate: Sendable {
         defer { context.leave() }
         completion(response)
         // What calls from inside the completion decided, as `deliver` runs it.
-        var next = 0
-        while next < context.pending.count {
-            let (delivery, admit) = context.pending[next]
-            next += 1
-            handOver(delivery, admit: admit, context: context)
-            for stripe in context.passLater { pass(stripe) }
-            context.passLater.removeAll()
-        }
+        handOverPending(context)
     }
 
     private func handOver(_ delivery: Answers.Delivery, admit: Admit, context: DeliveryContext) {
