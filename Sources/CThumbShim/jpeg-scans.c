@@ -163,7 +163,9 @@ static int CThumb_scanWalk(CThumb_ScanWalk *walk) {
         if (at + 1 >= length) return 0;
         uint8_t marker = data[at + 1];
         if (marker == 0xD9) {
-            CThumb_scanEmit(walk, from, at + 2);
+            // libjpeg stops reading at EOI; what follows (an appended preview, padding, garbage) is
+            // kept too, so that the kept stream is always the file minus its skipped scans.
+            CThumb_scanEmit(walk, from, length);
             break;
         }
         if (marker < 0xC0 || (marker >= 0xD0 && marker <= 0xD8)) return 0; // TEM, reserved, RSTn, SOI

@@ -106,6 +106,26 @@ struct ProgressiveDamageTests {
         }
     }
 
+    /// Found by fuzz-jpeg-dc-scans: the walk stopped copying at EOI, so the kept stream lost whatever
+    /// followed it (appended previews, padding) and no longer was the file minus its skipped scans.
+    @Test("bytes after EOI stay in the kept stream, and the decode is the whole decode's")
+    func bytesAfterEndOfImageAreKept() throws {
+        let file = try ProgressiveFixtures.generated("420")
+        let trailer: [UInt8] = Array("appended preview".utf8) + [0xFF, 0xD8, 0xFF, 0xD9, 0x00, 0xFF]
+        let bytes = file + trailer
+        let kept = try #require(JPEGScanSelection.keep(bytes, acComponents: 0, maxScans: limitsScans))
+        #expect(kept.skippedBytes > 0)
+        #expect(kept.stream.count + kept.skippedBytes == bytes.count)
+        #expect(Array(kept.stream.suffix(trailer.count)) == trailer)
+        guard case let .success(whole) = Self.outcome(bytes, selects: false),
+              case let .success(selected) = Self.outcome(bytes, selects: true) else {
+            Issue.record("a progressive file with a trailer failed to decode")
+            return
+        }
+        #expect(selected.skippedScanBytes > 0 && selected.pixels == whole.pixels)
+        #expect(selected.warningCount == whole.warningCount)
+    }
+
     @Test("the walk never vouches for a truncated stream: every prefix of a progressive file is left whole")
     func everyPrefixIsLeftWhole() throws {
         let bytes = ProgressiveFixtures.bytes(Paths.corpusFile("edge-cases", "image-rs/images/jpg/progressive/test.jpg"))
