@@ -12,13 +12,16 @@ enum WorkerDoors {
     /// Decodes a worker's answer; true when it was accepted.
     @discardableResult
     static func answer(_ bytes: [UInt8]) -> Bool {
-        guard let answer = try? WorkerAnswer.decode(frame: bytes, requestID: requestID, requests: ImageDoors.requests, limits: limits) else {
+        guard let answer = try? WorkerAnswer.decode(frame: bytes, requestID: requestID, requests: ImageDoors.requests, limits: limits,
+                                                    computesPlaceholder: true) else {
             return false
         }
+        _ = (answer.placeholder?.thumbHashBase64, answer.placeholder?.averageColorHex)
         // What the daemon does next with an accepted answer: its results, every one, in its own terms.
         for result in answer.results {
             switch result {
-            case .success(let thumbnail): _ = (thumbnail.bytes.count, thumbnail.width * thumbnail.height, thumbnail.warning?.count)
+            case .success(let thumbnail):
+                _ = (thumbnail.bytes.count, thumbnail.width * thumbnail.height, thumbnail.warning?.count, thumbnail.crop.x + thumbnail.crop.width)
             case .failure(let failure): _ = failure.description
             }
         }

@@ -97,7 +97,8 @@ enum FaultHook {
     static func exitMidAnswer() -> Never {
         let order = fakeOrder()
         let bytes: [UInt8] = [0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0x42, count: 4096)
-        let thumbnail = Thumbnail(encoded: bytes, format: .jpeg, width: 64, height: 64, warning: nil)
+        let thumbnail = Thumbnail(encoded: bytes, format: .jpeg, width: 64, height: 64, warning: nil,
+                                  crop: CropRectangle(x: 0, y: 0, width: 64, height: 64))
         let frame = WorkerAnswer(results: [.success(thumbnail)], cpuSeconds: 0.001).encode(for: order)
         frame.withUnsafeBytes { _ = write(3, $0.baseAddress, $0.count / 2) }
         _exit(3)

@@ -19,12 +19,13 @@ import ThumbSystem
     }
 
     static func thumbnail(_ writer: inout FrameWriter, format: UInt8 = 0, width: UInt32 = 96, height: UInt32 = 96,
-                          bytes: [UInt8] = jpegBytes) {
+                          bytes: [UInt8] = jpegBytes, crop: [Double] = [0, 0, 1000, 1000]) {
         writer.uint8(0)
         writer.uint8(format)
         writer.uint32(width)
         writer.uint32(height)
         writer.optionalString(nil)
+        for value in crop { writer.double(value) }
         writer.data(bytes)
     }
 
@@ -33,6 +34,7 @@ import ThumbSystem
         writer.count(2)
         thumbnail(&writer)
         thumbnail(&writer, width: 256, height: 170)
+        writer.bool(false) // no placeholder
     }
 
     func problem(_ frame: [UInt8], requestID: UInt64 = 9) -> WorkerProtocolError? {
@@ -93,6 +95,7 @@ import ThumbSystem
             writer.double(0)
             writer.count(2)
             writer.uint8(0); writer.uint8(0); writer.uint32(96); writer.uint32(96); writer.optionalString(nil)
+            for _ in 0..<4 { writer.double(0) }
             writer.uint32(.max) // the length of the bytes, then nothing
         }
         #expect(problem(hugeBytes)?.field == "answer.results[0].bytes.length")
@@ -111,6 +114,7 @@ import ThumbSystem
                 writer.count(2)
                 first(&writer)
                 Self.thumbnail(&writer)
+                writer.bool(false)
             }
         }
         let cases: [(String, [UInt8])] = [
@@ -127,11 +131,40 @@ import ThumbSystem
             ("answer.results[0].error", answer { $0.uint8(2); $0.uint8(3) }),
             ("answer.results[0].reason", answer { $0.uint8(1); $0.uint8(1); $0.uint32(2); $0.uint8(0xC3); $0.uint8(0x28) }),
             ("answer.results[0].warning.present", answer { $0.uint8(0); $0.uint8(0); $0.uint32(96); $0.uint32(96); $0.uint8(2) }),
+            ("answer.results[0].crop", answer { Self.thumbnail(&$0, crop: [.nan, 0, 10, 10]) }),
+            ("answer.results[0].crop", answer { Self.thumbnail(&$0, crop: [-1, 0, 10, 10]) }),
+            ("answer.results[0].crop", answer { Self.thumbnail(&$0, crop: [65_000, 0, 1000, 10]) }),
+            ("answer.results[0].crop", answer { Self.thumbnail(&$0, crop: [0, 0, .infinity, 10]) }),
         ]
         for (field, frame) in cases {
             let error = problem(frame)
             #expect(error?.field == field, "\(field): \(String(describing: error))")
         }
+    }
+
+    @Test func placeholdersOutOfBoundsAreRefused() {
+        func answer(hash: [UInt8]) -> [UInt8] {
+            Self.frame { writer in
+                writer.double(0)
+                writer.count(2)
+                Self.thumbnail(&writer)
+                Self.thumbnail(&writer)
+                writer.bool(true)
+                writer.data(hash)
+                for _ in 0..<4 { writer.uint8(200) }
+            }
+        }
+        func problem(_ frame: [UInt8]) -> WorkerProtocolError? {
+            do {
+                _ = try WorkerAnswer.decode(frame: frame, requestID: 9, requests: Self.requests, limits: Self.limits, computesPlaceholder: true)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(problem(answer(hash: [UInt8](repeating: 1, count: ThumbHash.maxBytes))) == nil)
+        #expect(problem(answer(hash: [UInt8](repeating: 1, count: ThumbHash.maxBytes + 1)))?.field == "answer.placeholder.thumbHash.length")
+        #expect(problem(answer(hash: [1, 2, 3]))?.field == "answer.placeholder.thumbHash")
     }
 
     /// A PNG where the request asked for JPEG is a lie about the format.
@@ -143,6 +176,7 @@ import ThumbSystem
             writer.count(2)
             Self.thumbnail(&writer, format: 1, bytes: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
             Self.thumbnail(&writer)
+            writer.bool(false)
         }
         #expect(throws: WorkerProtocolError.self) {
             try WorkerAnswer.decode(frame: png, requestID: 9, requests: requests, limits: Self.limits)
@@ -160,6 +194,7 @@ import ThumbSystem
         noRequests.string("x")
         noRequests.limits(ImageLimits())
         noRequests.tuning(ShrinkPlan.Tuning())
+        noRequests.bool(false)
         noRequests.count(0)
         #expect(throws: WorkerProtocolError(field: "render.requests.count", problem: "no requests")) {
             try WorkerRenderOrder.decode(frame: try noRequests.finish(maxPayloadBytes: .max))

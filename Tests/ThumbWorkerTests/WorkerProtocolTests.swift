@@ -26,12 +26,13 @@ import ThumbSystem
         encoder.jpegProgressive = true
         encoder.pngCompressionLevel = 9
         let rounded = SlotKind(name: "row ✓", widthPoints: 56.5, heightPoints: -0.0, scales: [1, 2, 3, Int.max], mode: .fill,
-                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true)
+                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true, crop: .attention)
         return WorkerRenderOrder(requestID: 42, status: status, label: "sub/dir/ïmage.jpg", limits: limits, tuning: tuning, requests: [
-            ThumbnailRequest(kind: rounded, scale: 3, encoder: encoder, appliesOrientation: false),
-            ThumbnailRequest(kind: WorkerFixture.avatar, scale: -7),
+            ThumbnailRequest(kind: rounded, scale: 3, encoder: encoder, appliesOrientation: false,
+                             focus: FocusRegion(x: 0.125, y: 0.5, width: 0.25, height: 0.5)),
+            ThumbnailRequest(kind: WorkerFixture.avatar, scale: -7, focus: FocusRegion(x: 1, y: 0)),
             ThumbnailRequest(kind: WorkerFixture.large, scale: 1),
-        ])
+        ], computesPlaceholder: true)
     }
 
     @Test func renderOrderRoundTripsEveryField() throws {
@@ -40,12 +41,49 @@ import ThumbSystem
         #expect(decoded.requests == order.requests && decoded.status == order.status && decoded.label == order.label)
         #expect(decoded.limits == order.limits && decoded.requestID == 42)
         #expect(decoded.tuning.dctMargin == 2.5 && decoded.tuning.boxMargin.isNaN)
+        #expect(decoded.computesPlaceholder && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
+    }
+
+    @Test func aFocusOutsideTheUnitSquareIsRefused() throws {
+        let frame = try Self.order.encode()
+        // The first request's focus x (0.125) as 1.5: the daemon never sends it, a hostile frame may.
+        let needle = withUnsafeBytes(of: 0.125.bitPattern.littleEndian, Array.init)
+        let patched = Self.replacing(needle, with: withUnsafeBytes(of: 1.5.bitPattern.littleEndian, Array.init), in: frame)
+        #expect(patched != frame)
+        #expect(throws: WorkerProtocolError.self) { try WorkerRenderOrder.decode(frame: patched) }
+    }
+
+    static func replacing(_ needle: [UInt8], with replacement: [UInt8], in bytes: [UInt8]) -> [UInt8] {
+        guard let at = (0...(bytes.count - needle.count)).first(where: { Array(bytes[$0..<$0 + needle.count]) == needle }) else { return bytes }
+        var copy = bytes
+        copy.replaceSubrange(at..<at + needle.count, with: replacement)
+        return copy
+    }
+
+    @Test func answerCarriesThePlaceholderOnlyWhenAsked() throws {
+        var order = Self.order
+        order.requests = [ThumbnailRequest(kind: WorkerFixture.large, scale: 1)]
+        let png = Thumbnail(encoded: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], format: .png, width: 4, height: 3,
+                            warning: nil, crop: CropRectangle(x: 0, y: 0, width: 400, height: 300))
+        let placeholder = Placeholder(thumbHash: [1, 2, 3, 4, 5, 6, 7], averageRed: 9, averageGreen: 8, averageBlue: 7, averageAlpha: 255)
+        let answer = WorkerAnswer(results: [.success(png)], cpuSeconds: 0.5, placeholder: placeholder)
+        let decoded = try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests,
+                                              limits: order.limits, computesPlaceholder: true)
+        let crop = try decoded.results[0].get().crop
+        #expect(decoded.placeholder == placeholder && crop == png.crop)
+        // Asked for by nobody: refused, as any field the daemon did not ask for.
+        #expect(throws: WorkerProtocolError.self) {
+            try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests, limits: order.limits)
+        }
+        order.computesPlaceholder = false
+        let unasked = try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests, limits: order.limits)
+        #expect(unasked.placeholder == nil)
     }
 
     @Test func answerRoundTripsThumbnailsAndEveryFailure() throws {
         let order = Self.order
         let jpeg = Thumbnail(encoded: [0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 7, count: 1000), format: .jpeg, width: 48, height: 48,
-                             warning: "Corrupt JPEG data: 12 extraneous bytes")
+                             warning: "Corrupt JPEG data: 12 extraneous bytes", crop: CropRectangle(x: 10.5, y: 0, width: 300, height: 300))
         let failures: [WorkerRenderFailure] = [
             .imaging(.unsupportedFormat(reason: "a")), .imaging(.undecodable(reason: "b")), .imaging(.tooLarge(reason: "c")),
             .imaging(.outputTooLarge(reason: "d")), .imaging(.cancelled), .imaging(.encodingFailed(reason: "e")),
@@ -56,10 +94,11 @@ import ThumbSystem
             threeRequests.requests[0].encoder.format = .auto
             let answer = WorkerAnswer(results: [.success(jpeg), .failure(failure), .success(jpeg)], cpuSeconds: 0.25)
             let decoded = try WorkerAnswer.decode(frame: answer.encode(for: threeRequests), requestID: 42, requests: threeRequests.requests,
-                                                  limits: threeRequests.limits)
+                                                  limits: threeRequests.limits, computesPlaceholder: true)
             #expect(decoded.cpuSeconds == 0.25)
             let first = try decoded.results[0].get()
             #expect(first.bytes == jpeg.bytes && first.width == 48 && first.warning == jpeg.warning && first.format == .jpeg)
+            #expect(first.crop == jpeg.crop)
             #expect(decoded.results[1].failure == failure)
         }
     }
@@ -73,10 +112,15 @@ import ThumbSystem
         #expect(Mirror(reflecting: ImageLimits()).children.count == 6)
         #expect(Mirror(reflecting: ShrinkPlan.Tuning()).children.count == 2)
         #expect(Mirror(reflecting: EncoderSettings()).children.count == 8)
-        #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 8)
-        #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 4)
+        #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 9)
+        #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 5)
         #expect(Mirror(reflecting: Self.status).children.count == 4)
-        #expect(Mirror(reflecting: Thumbnail(encoded: [], format: .png, width: 1, height: 1, warning: nil)).children.count == 5)
+        let crop = CropRectangle(x: 0, y: 0, width: 1, height: 1)
+        #expect(Mirror(reflecting: Thumbnail(encoded: [], format: .png, width: 1, height: 1, warning: nil, crop: crop)).children.count == 6)
+        #expect(Mirror(reflecting: crop).children.count == 4)
+        #expect(Mirror(reflecting: Placeholder(thumbHash: [], averageRed: 0, averageGreen: 0, averageBlue: 0, averageAlpha: 0))
+            .children.count == 5)
+        #expect(SlotKind.CropMode.allCases.count == 3)
         #expect(EncoderSettings.Format.allCases.count == 5)
         #expect(EncoderSettings.WebPMode.allCases.count == 3)
         #expect(ImageFormat.allCases.count == 4)
@@ -89,8 +133,9 @@ import ThumbSystem
         order.requests = [order.requests[1], order.requests[2]]
         order.limits.maxOutputPixels = 64 * 64
         let huge = Thumbnail(encoded: [0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0, count: WorkerAnswer.maxEncodedBytes(width: 8, height: 8)),
-                             format: .jpeg, width: 8, height: 8, warning: nil)
-        let wide = Thumbnail(encoded: [0xFF, 0xD8, 0xFF], format: .jpeg, width: 65, height: 64, warning: nil)
+                             format: .jpeg, width: 8, height: 8, warning: nil, crop: CropRectangle(x: 0, y: 0, width: 8, height: 8))
+        let wide = Thumbnail(encoded: [0xFF, 0xD8, 0xFF], format: .jpeg, width: 65, height: 64, warning: nil,
+                             crop: CropRectangle(x: 0, y: 0, width: 65, height: 64))
         let frame = WorkerAnswer(results: [.success(huge), .success(wide)], cpuSeconds: .nan).encode(for: order)
         let decoded = try WorkerAnswer.decode(frame: frame, requestID: 42, requests: order.requests, limits: order.limits)
         guard case .imaging(.encodingFailed) = decoded.results[0].failure, case .imaging(.outputTooLarge) = decoded.results[1].failure else {
@@ -107,7 +152,7 @@ import ThumbSystem
         limits.maxOutputPixels = .max
         #expect(WorkerAnswer.maxPayloadBytes(requestCount: .max, limits: limits) == WorkerProtocol.maxAnswerPayloadBytes)
         limits.maxOutputPixels = .min
-        #expect(WorkerAnswer.maxPayloadBytes(requestCount: -5, limits: limits) == 12)
+        #expect(WorkerAnswer.maxPayloadBytes(requestCount: -5, limits: limits) == 64)
     }
 }
 

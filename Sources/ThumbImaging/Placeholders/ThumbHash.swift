@@ -13,6 +13,8 @@ import Glibc
 public enum ThumbHash {
     /// Largest side the encoder takes: the reference's own limit (the image is shrunk first).
     public static let maxSidePixels = 100
+    /// Longest hash `encode` returns: 6 header bytes (with alpha) and 38 four-bit AC terms.
+    public static let maxBytes = 25
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case badSize(width: Int, height: Int)

@@ -30,9 +30,12 @@ public struct SlotKind: Sendable, Equatable {
     public var upscale: Bool
     /// Pre-rendered when an asset appears (used by the daemon's folder watcher).
     public var pregenerate: Bool
+    /// Where a `fill` crop sits (ignored by `fit`).
+    public var crop: CropMode
 
     public init(name: String, widthPoints: Double, heightPoints: Double, scales: [Int] = [1],
-                mode: ContentMode = .fit, mask: Mask = .none, upscale: Bool = false, pregenerate: Bool = false) {
+                mode: ContentMode = .fit, mask: Mask = .none, upscale: Bool = false, pregenerate: Bool = false,
+                crop: CropMode = .centre) {
         self.name = name
         self.widthPoints = widthPoints
         self.heightPoints = heightPoints
@@ -41,6 +44,7 @@ public struct SlotKind: Sendable, Equatable {
         self.mask = mask
         self.upscale = upscale
         self.pregenerate = pregenerate
+        self.crop = crop
     }
 
     /// The slot's size in pixels at `scale`, or nil when it breaks `SlotBounds` (a side not

@@ -6,12 +6,17 @@ public struct ThumbnailRequest: Sendable, Equatable {
     public var encoder: EncoderSettings
     /// Turn the image upright per its EXIF orientation (the default).
     public var appliesOrientation: Bool
+    /// The asset's focus, if it has one: a `fill` crop of a `.focus` kind keeps it nearest the
+    /// slot's centre (a `.centre` or `.attention` kind ignores it).
+    public var focus: FocusRegion?
 
-    public init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true) {
+    public init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true,
+                focus: FocusRegion? = nil) {
         self.kind = kind
         self.scale = scale
         self.encoder = encoder
         self.appliesOrientation = appliesOrientation
+        self.focus = focus
     }
 }
 
@@ -23,6 +28,8 @@ public struct RenderedImage: Sendable {
     public var sourceHeight: Int
     /// Decoder warnings (corrupt data that was concealed), one line; nil when clean.
     public var warning: String?
+    /// What part of the displayed source the pixels show.
+    public var crop: CropRectangle
 }
 
 /// An encoded thumbnail.
@@ -33,6 +40,14 @@ public struct Thumbnail: Sendable {
     public var width: Int
     public var height: Int
     public var warning: String?
+    /// What part of the displayed source it shows.
+    public var crop: CropRectangle
+}
+
+/// The thumbnails of one decode, and the source's placeholder when it was asked for.
+public struct ThumbnailSet: Sendable {
+    public var thumbnails: [Thumbnail]
+    public var placeholder: Placeholder?
 }
 
 /// Checked between batches of decoded rows, from inside libjpeg while a progressive file's scans
@@ -62,7 +77,14 @@ public struct Thumbnailer: Sendable {
     /// scale the least reduced of them needs): a batch that wants two kinds decodes once.
     public func thumbnails(of source: SourceBytes, requests: [ThumbnailRequest],
                            isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [Thumbnail] {
-        let rendered = try renderAll(source, requests: requests, isCancelled: isCancelled)
+        try thumbnailSet(of: source, requests: requests, computesPlaceholder: false, isCancelled: isCancelled).thumbnails
+    }
+
+    /// The same, and with `computesPlaceholder` the source's placeholder from that decode.
+    public func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], computesPlaceholder: Bool,
+                             isCancelled: CancellationCheck? = nil) throws(ImagingError) -> ThumbnailSet {
+        let (rendered, placeholder) = try renderAll(source, requests: requests, computesPlaceholder: computesPlaceholder,
+                                                    isCancelled: isCancelled)
         var thumbnails: [Thumbnail] = []
         for (request, image) in zip(requests, rendered) {
             if isCancelled?() == true { throw .cancelled }
@@ -72,20 +94,21 @@ public struct Thumbnailer: Sendable {
             }
             let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
             let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder, isCancelled: isCancelled)
-            thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height, warning: image.warning))
+            thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height,
+                                        warning: image.warning, crop: image.crop))
         }
-        return thumbnails
+        return ThumbnailSet(thumbnails: thumbnails, placeholder: placeholder)
     }
 
     /// Renders to pixels (sRGB, straight alpha), without encoding.
     public func render(_ source: SourceBytes, request: ThumbnailRequest,
                        isCancelled: CancellationCheck? = nil) throws(ImagingError) -> RenderedImage {
-        try renderAll(source, requests: [request], isCancelled: isCancelled)[0]
+        try renderAll(source, requests: [request], computesPlaceholder: false, isCancelled: isCancelled).images[0]
     }
 
-    func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest],
-                   isCancelled: CancellationCheck?) throws(ImagingError) -> [RenderedImage] {
-        guard !requests.isEmpty else { return [] }
+    func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest], computesPlaceholder: Bool,
+                   isCancelled: CancellationCheck?) throws(ImagingError) -> (images: [RenderedImage], placeholder: Placeholder?) {
+        guard !requests.isEmpty else { return ([], nil) }
         for request in requests {
             try limits.checkOutput(request.kind.checkedPixelSize(scale: request.scale), scale: request.scale)
         }
@@ -106,7 +129,7 @@ public struct Thumbnailer: Sendable {
         case nil:
             throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF or AVIF (\(source.leadingBytesDescription))")
         }
-        return zip(requests, decoded).map { request, decoded in
+        let images = zip(requests, decoded).map { request, decoded in
             var decoded = decoded
             if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
             var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
@@ -115,8 +138,16 @@ public struct Thumbnailer: Sendable {
             let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
             Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
             let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
-            return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning)
+            // TODO(issue 12, crops): the decoder's own crop once crops can move (attention, focus).
+            let slotPixels = request.kind.pixelSize(scale: request.scale)
+            let displayed = ThumbnailGeometry(sourceWidth: shown.width, sourceHeight: shown.height, slotWidth: slotPixels.width,
+                                              slotHeight: slotPixels.height, mode: request.kind.mode, upscale: request.kind.upscale)
+            let crop = CropRectangle(x: displayed.cropX, y: displayed.cropY, width: displayed.cropWidth, height: displayed.cropHeight)
+            return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
+                                 crop: crop)
         }
+        // TODO(issue 12, placeholders): computed from the decode's ≤ 100 px image.
+        return (images, nil)
     }
 
     /// One output of a decode: its geometry in the stored frame and how it is reduced.

@@ -25,7 +25,7 @@ final class CacheLock {
         }
         let fd = descriptor
         do {
-            try systemCall("flock \(lockPath)") { flock(fd, LOCK_EX | LOCK_NB) }
+            try Self.lock(fd, path: lockPath)
         } catch {
             let holder = Self.recordedHolder(fd)
             close(fd)
@@ -41,6 +41,25 @@ final class CacheLock {
     }
 
     deinit { release() }
+
+    /// How long a held lock is waited for before the folder counts as in use: a lock may be held
+    /// for a moment by a child between its fork and its exec (the descriptor is close-on-exec, but
+    /// until the exec the child shares the open file and so the lock; a test process's spawns
+    /// made a reopen fail this way), or by a daemon that is still exiting while its successor starts.
+    static let heldLockWaitMilliseconds = 500
+
+    private static func lock(_ fd: Int32, path: String) throws(SystemError) {
+        let attempts = heldLockWaitMilliseconds / 25
+        for attempt in 0...attempts {
+            do {
+                try systemCall("flock \(path)") { flock(fd, LOCK_EX | LOCK_NB) }
+                return
+            } catch {
+                guard error.errno == EWOULDBLOCK, attempt < attempts else { throw error }
+                usleep(25_000)
+            }
+        }
+    }
 
     /// Drops the lock (closing the descriptor). Idempotent.
     func release() {

@@ -8,7 +8,7 @@ import ThumbSystem
 /// totals, eviction. Reconciling the files with it is `DiskCache+Reconcile.swift`.
 extension DiskCache {
     /// PRAGMA user_version of the schema below.
-    static let schemaVersion: Int64 = 3
+    static let schemaVersion: Int64 = 4
 
     /// Negative entries; `record` is a `NegativeRecord` raw value.
     static let failuresTable = """
@@ -31,6 +31,25 @@ extension DiskCache {
         CREATE INDEX backlog_by_enqueued ON backlog (enqueued);
         """
 
+    /// Per asset: its placeholder, valid for the version it was computed from (`version` is
+    /// `AssetVersion.description`; a file that changed has none until it is decoded again), and
+    /// the focus its owner set (kept across edits of the file, gone with the asset; see README).
+    static let assetTables = """
+        CREATE TABLE placeholders (
+            asset_path TEXT PRIMARY KEY NOT NULL,
+            version TEXT NOT NULL,
+            thumbhash BLOB NOT NULL,
+            average_rgba INTEGER NOT NULL
+        );
+        CREATE TABLE focus (
+            asset_path TEXT PRIMARY KEY NOT NULL,
+            x REAL NOT NULL,
+            y REAL NOT NULL,
+            width REAL NOT NULL,
+            height REAL NOT NULL
+        );
+        """
+
     static let schema = """
         CREATE TABLE entries (
             digest TEXT PRIMARY KEY NOT NULL,
@@ -41,13 +60,15 @@ extension DiskCache {
             format TEXT NOT NULL,
             width INTEGER NOT NULL,
             height INTEGER NOT NULL,
-            last_use INTEGER NOT NULL
+            last_use INTEGER NOT NULL,
+            crop TEXT
         );
         CREATE INDEX entries_by_asset ON entries (asset_path);
         CREATE INDEX entries_by_use ON entries (last_use);
         \(failuresTable)
         \(backlogTable)
-        PRAGMA user_version = 3;
+        \(assetTables)
+        PRAGMA user_version = 4;
         """
 
     /// Version 1 kept a failure's kind as text; its negative entries are dropped (they are
@@ -64,6 +85,16 @@ extension DiskCache {
         DROP TABLE IF EXISTS backlog;
         \(backlogTable)
         PRAGMA user_version = 3;
+        """
+
+    /// Version 3 had no placeholders, focus or crop rectangles: everything is kept, the new tables
+    /// start empty and old entries have no crop (`NULL`: reported as unknown). The thumbnails'
+    /// keys do not change, so an upgrade serves its whole cache at once.
+    static let upgradeFromVersion3 = """
+        DROP TABLE IF EXISTS placeholders;
+        DROP TABLE IF EXISTS focus;
+        \(assetTables)
+        PRAGMA user_version = 4;
         """
 
     /// SQLite's page cache for the one connection, KiB (negative `cache_size`): the default
@@ -151,6 +182,15 @@ extension DiskCache {
             if try database.scalar("PRAGMA user_version") == 2 {
                 try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion2) }
             }
+            if try database.scalar("PRAGMA user_version") == 3 {
+                try database.transaction { () throws(SQLiteError) in
+                    // An index relabelled by hand may have the column already; ADD COLUMN would fail on it.
+                    if try database.scalar("SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'crop'") == 0 {
+                        try database.exec("ALTER TABLE entries ADD COLUMN crop TEXT;")
+                    }
+                    try database.exec(upgradeFromVersion3)
+                }
+            }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:
                 guard try database.scalar("SELECT count(*) FROM sqlite_master") == 0 else {
@@ -158,7 +198,7 @@ extension DiskCache {
                 }
                 try database.transaction { () throws(SQLiteError) in try database.exec(schema) }
             case schemaVersion:
-                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures', 'backlog')") == 3 else {
+                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures', 'backlog', 'placeholders', 'focus')") == 5 else {
                     throw SQLiteError(operation: "open \(path)", code: 11, message: "index tables missing")
                 }
                 var verdict = ""

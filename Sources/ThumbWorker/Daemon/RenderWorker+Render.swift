@@ -11,7 +11,7 @@ extension RenderWorker {
     /// malformed answer is reaped (killed first if it still runs). The descriptor stays the
     /// caller's (the worker gets its own copy).
     package func render(source descriptor: Int32, status: FileStatus, label: String, requests: [ThumbnailRequest],
-                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double,
+                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double, computesPlaceholder: Bool = false,
                         isCancelled: (@Sendable () -> Bool)? = nil) -> WorkerOutcome {
         if let ending { return .crashed(WorkerDeath(pid: pid, symptom: .notListening, ending: ending, killedByDaemon: false, cpuSeconds: 0)) }
         guard !requests.isEmpty else { return .rendered(WorkerAnswer(results: [], cpuSeconds: 0)) }
@@ -19,7 +19,8 @@ extension RenderWorker {
         let deadline = start + .milliseconds(Int(min(max(deadlineSeconds, 0), 86_400) * 1000))
         let id = nextRequestID
         nextRequestID &+= 1
-        let order = WorkerRenderOrder(requestID: id, status: status, label: label, limits: limits, tuning: tuning, requests: requests)
+        let order = WorkerRenderOrder(requestID: id, status: status, label: label, limits: limits, tuning: tuning, requests: requests,
+                                      computesPlaceholder: computesPlaceholder)
         let frame: [UInt8]
         do throws(WorkerProtocolError) {
             frame = try order.encode()
@@ -48,7 +49,8 @@ extension RenderWorker {
             return fail(error, start: start, notSent: false)
         }
         do throws(WorkerProtocolError) {
-            let answer = try WorkerAnswer.decode(frame: answerFrame, requestID: id, requests: requests, limits: limits)
+            let answer = try WorkerAnswer.decode(frame: answerFrame, requestID: id, requests: requests, limits: limits,
+                                                 computesPlaceholder: computesPlaceholder)
             accountedCPUSeconds += answer.cpuSeconds
             return .rendered(answer)
         } catch {

@@ -14,7 +14,7 @@ extension WorkerAnswer {
     }
 
     /// The fixed part of one result (tags, sides, lengths and one string: a warning or a reason).
-    static let maxResultOverheadBytes = 32 + WorkerProtocol.maxStringBytes
+    static let maxResultOverheadBytes = 64 + WorkerProtocol.maxStringBytes
 
     /// The bound of an answer to `requestCount` requests: each the largest output `limits` allow
     /// (`maxOutputPixels`, of which the widest side is at most 8192) at the worst case of
@@ -25,7 +25,7 @@ extension WorkerAnswer {
         // The padding of the widest shape those pixels allow: (w + 16)(h + 16) ≤ pixels + 16 (w + h) + 256.
         let perThumbnail = 6 * (pixels + 16 * 2 * SlotBounds.maxPixelsPerSide + 256) + (64 << 10)
         let count = min(max(requestCount, 0), WorkerProtocol.maxRequestsPerOrder)
-        return min(WorkerProtocol.maxAnswerPayloadBytes, 12 + count * (perThumbnail + maxResultOverheadBytes))
+        return min(WorkerProtocol.maxAnswerPayloadBytes, 64 + count * (perThumbnail + maxResultOverheadBytes))
     }
 }
 
@@ -38,6 +38,10 @@ extension FrameWriter {
             uint32(UInt32(clamping: thumbnail.width))
             uint32(UInt32(clamping: thumbnail.height))
             optionalString(thumbnail.warning)
+            double(thumbnail.crop.x)
+            double(thumbnail.crop.y)
+            double(thumbnail.crop.width)
+            double(thumbnail.crop.height)
             data(thumbnail.bytes)
         case .failure(.imaging(let error)):
             uint8(WorkerAnswer.ResultTag.imagingFailure.rawValue)
@@ -89,12 +93,14 @@ extension FrameReader {
                                           problem: "\(width)x\(height), over the \(limits.maxOutputPixels)-pixel output limit")
             }
             let warning = try optionalString(field + ".warning")
+            let crop = try cropRectangle(field + ".crop", limits: limits)
             let bytes = try data(maxBytes: WorkerAnswer.maxEncodedBytes(width: Int(width), height: Int(height)), field + ".bytes")
             let signature = formatTag.signature
             guard bytes.count >= signature.count, zip(bytes, signature).allSatisfy({ $1 == nil || $0 == $1 }) else {
                 throw WorkerProtocolError(field: field + ".bytes", problem: "not a \(format) (starts with \(WorkerFrameHeader.hex(bytes.prefix(4))))")
             }
-            return .success(Thumbnail(encoded: bytes, format: format, width: Int(width), height: Int(height), warning: warning))
+            return .success(Thumbnail(encoded: bytes, format: format, width: Int(width), height: Int(height), warning: warning,
+                                      crop: crop))
         case .imagingFailure:
             let error: ImagingError = switch try tag(WorkerAnswer.ImagingErrorTag.self, field + ".error") {
             case .unsupportedFormat: .unsupportedFormat(reason: try string(field + ".reason"))
@@ -115,5 +121,41 @@ extension FrameReader {
             }
             return .failure(.read(error))
         }
+    }
+}
+
+extension FrameWriter {
+    mutating func placeholder(_ placeholder: Placeholder?) {
+        bool(placeholder != nil)
+        guard let placeholder else { return }
+        data(placeholder.thumbHash)
+        for channel in [placeholder.averageRed, placeholder.averageGreen, placeholder.averageBlue, placeholder.averageAlpha] {
+            uint8(channel)
+        }
+    }
+}
+
+extension FrameReader {
+    /// A crop inside the largest source `limits` allow: finite, not negative, not past a side.
+    mutating func cropRectangle(_ field: String, limits: ImageLimits) throws(WorkerProtocolError) -> CropRectangle {
+        let x = try double(field + ".x"), y = try double(field + ".y")
+        let width = try double(field + ".width"), height = try double(field + ".height")
+        let side = 0...Double(max(limits.maxDimension, 1))
+        guard side.contains(x), side.contains(y), side.contains(width), side.contains(height),
+              side.contains(x + width), side.contains(y + height) else {
+            throw WorkerProtocolError(field: field, problem: "\(x),\(y) \(width)x\(height) is not inside a \(side.upperBound)-pixel side")
+        }
+        return CropRectangle(x: x, y: y, width: width, height: height)
+    }
+
+    /// A placeholder of a ThumbHash of 5...`ThumbHash.maxBytes` bytes and a colour, or none.
+    mutating func placeholder(_ field: String) throws(WorkerProtocolError) -> Placeholder? {
+        guard try bool(field + ".present") else { return nil }
+        let hash = try data(maxBytes: ThumbHash.maxBytes, field + ".thumbHash")
+        guard hash.count >= 5 else {
+            throw WorkerProtocolError(field: field + ".thumbHash", problem: "\(hash.count) bytes, a ThumbHash has at least 5")
+        }
+        return Placeholder(thumbHash: hash, averageRed: try uint8(field + ".red"), averageGreen: try uint8(field + ".green"),
+                           averageBlue: try uint8(field + ".blue"), averageAlpha: try uint8(field + ".alpha"))
     }
 }

@@ -21,10 +21,13 @@ package enum WorkerRenderFailure: Error, Equatable, Sendable, CustomStringConver
 package struct WorkerAnswer: Sendable {
     package var results: [Result<Thumbnail, WorkerRenderFailure>]
     package var cpuSeconds: Double
+    /// The source's placeholder, when the order asked for it and the decode succeeded.
+    package var placeholder: Placeholder?
 
-    package init(results: [Result<Thumbnail, WorkerRenderFailure>], cpuSeconds: Double) {
+    package init(results: [Result<Thumbnail, WorkerRenderFailure>], cpuSeconds: Double, placeholder: Placeholder? = nil) {
         self.results = results
         self.cpuSeconds = cpuSeconds
+        self.placeholder = placeholder
     }
 
     /// Longest CPU time an answer may claim: a render runs seconds, never days; the bound keeps a
@@ -66,14 +69,15 @@ package struct WorkerAnswer: Sendable {
             }
             writer.result(result)
         }
+        writer.placeholder(order.computesPlaceholder ? placeholder : nil)
         // Cannot fail: every result was fitted within the bound above.
         return (try? writer.finish(maxPayloadBytes: bound)) ?? []
     }
 
     /// A whole answer frame (header and payload) to `requests` under `limits`, as the daemon
     /// decodes it: hostile input, every field checked.
-    package static func decode(frame: [UInt8], requestID: UInt64, requests: [ThumbnailRequest],
-                               limits: ImageLimits) throws(WorkerProtocolError) -> WorkerAnswer {
+    package static func decode(frame: [UInt8], requestID: UInt64, requests: [ThumbnailRequest], limits: ImageLimits,
+                               computesPlaceholder: Bool = false) throws(WorkerProtocolError) -> WorkerAnswer {
         let header = try WorkerFrameHeader.decode(frame, maxPayloadBytes: maxPayloadBytes(requestCount: requests.count, limits: limits))
         try header.expect(.answer, requestID: requestID)
         try header.expectPayload(in: frame)
@@ -90,7 +94,11 @@ package struct WorkerAnswer: Sendable {
         for (index, request) in requests.enumerated() {
             results.append(try reader.result("answer.results[\(index)]", request: request, limits: limits))
         }
+        let placeholder = try reader.placeholder("answer.placeholder")
+        if placeholder != nil && !computesPlaceholder {
+            throw WorkerProtocolError(field: "answer.placeholder", problem: "a placeholder the order did not ask for")
+        }
         try reader.finish()
-        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds)
+        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds, placeholder: placeholder)
     }
 }

@@ -34,6 +34,13 @@ extension FrameWriter {
         int(request.scale)
         encoder(request.encoder)
         bool(request.appliesOrientation)
+        bool(request.focus != nil)
+        if let focus = request.focus {
+            double(focus.x)
+            double(focus.y)
+            double(focus.width)
+            double(focus.height)
+        }
     }
 
     mutating func kind(_ kind: SlotKind) {
@@ -53,6 +60,7 @@ extension FrameWriter {
         }
         bool(kind.upscale)
         bool(kind.pregenerate)
+        uint8(CropModeTag(kind.crop).rawValue)
     }
 
     mutating func encoder(_ settings: EncoderSettings) {
@@ -97,7 +105,17 @@ extension FrameReader {
         let kind = try kind(field + ".kind")
         let scale = try int(field + ".scale")
         let encoder = try encoder(field + ".encoder")
-        return ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, appliesOrientation: try bool(field + ".appliesOrientation"))
+        let appliesOrientation = try bool(field + ".appliesOrientation")
+        var focus: FocusRegion?
+        if try bool(field + ".focus") {
+            let x = try double(field + ".focus.x"), y = try double(field + ".focus.y")
+            let width = try double(field + ".focus.width"), height = try double(field + ".focus.height")
+            guard let region = FocusRegion(x: x, y: y, width: width, height: height) else {
+                throw WorkerProtocolError(field: field + ".focus", problem: "\(x),\(y) \(width)x\(height) is not a region of the unit square")
+            }
+            focus = region
+        }
+        return ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, appliesOrientation: appliesOrientation, focus: focus)
     }
 
     mutating func kind(_ field: String) throws(WorkerProtocolError) -> SlotKind {
@@ -114,8 +132,9 @@ extension FrameReader {
         case .circle: mask = .circle
         case .cornerRadius: mask = .cornerRadius(points: try double(field + ".mask.points"))
         }
+        let upscale = try bool(field + ".upscale"), pregenerate = try bool(field + ".pregenerate")
         return SlotKind(name: name, widthPoints: width, heightPoints: height, scales: scales, mode: mode, mask: mask,
-                        upscale: try bool(field + ".upscale"), pregenerate: try bool(field + ".pregenerate"))
+                        upscale: upscale, pregenerate: pregenerate, crop: try tag(CropModeTag.self, field + ".crop").mode)
     }
 
     mutating func encoder(_ field: String) throws(WorkerProtocolError) -> EncoderSettings {
@@ -149,6 +168,26 @@ enum ContentModeTag: UInt8 {
         switch self {
         case .fill: .fill
         case .fit: .fit
+        }
+    }
+}
+
+enum CropModeTag: UInt8 {
+    case centre = 0, attention = 1, focus = 2
+
+    init(_ mode: SlotKind.CropMode) {
+        switch mode {
+        case .centre: self = .centre
+        case .attention: self = .attention
+        case .focus: self = .focus
+        }
+    }
+
+    var mode: SlotKind.CropMode {
+        switch self {
+        case .centre: .centre
+        case .attention: .attention
+        case .focus: .focus
         }
     }
 }

@@ -76,6 +76,7 @@ public enum RenderWorkerMain {
                        faultHook: (@Sendable (SourceBytes) throws(ImagingError) -> Void)?) -> WorkerAnswer {
         let start = processCPUSeconds()
         let results: [Result<Thumbnail, WorkerRenderFailure>]
+        var placeholder: Placeholder?
         let read = Result { () throws(FileReadError) in
             try SourceBytes.read(descriptor: descriptor, status: order.status, maxBytes: order.limits.maxFileBytes, label: order.label)
         }
@@ -88,13 +89,15 @@ public enum RenderWorkerMain {
             let thumbnailer = Thumbnailer(limits: order.limits, tuning: order.tuning)
             do throws(ImagingError) {
                 try faultHook?(source)
-                let thumbnails = try thumbnailer.thumbnails(of: source, requests: order.requests) { page.cancelledRequest == id }
-                results = thumbnails.map { .success($0) }
+                let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
+                                                            computesPlaceholder: order.computesPlaceholder) { page.cancelledRequest == id }
+                results = rendered.thumbnails.map { .success($0) }
+                placeholder = rendered.placeholder
             } catch {
                 results = order.requests.map { _ in .failure(.imaging(error)) }
             }
         }
-        return WorkerAnswer(results: results, cpuSeconds: max(0, processCPUSeconds() - start))
+        return WorkerAnswer(results: results, cpuSeconds: max(0, processCPUSeconds() - start), placeholder: placeholder)
     }
 
     /// CPU time of this process (one thread: the render), seconds.

@@ -1,0 +1,32 @@
+import Foundation
+
+/// What a cell shows before its thumbnail arrives: the asset's ThumbHash and its average colour,
+/// computed from the image shrunk to at most `ThumbHash.maxSidePixels` during a decode.
+public struct Placeholder: Sendable, Equatable {
+    /// A ThumbHash (`ThumbHash.encode`), at most `ThumbHash.maxBytes` bytes.
+    public var thumbHash: [UInt8]
+    /// The mean colour, sRGB, straight alpha, weighted by alpha (what a cell paints at once).
+    public var averageRed: UInt8
+    public var averageGreen: UInt8
+    public var averageBlue: UInt8
+    public var averageAlpha: UInt8
+
+    public init(thumbHash: [UInt8], averageRed: UInt8, averageGreen: UInt8, averageBlue: UInt8, averageAlpha: UInt8) {
+        self.thumbHash = thumbHash
+        self.averageRed = averageRed
+        self.averageGreen = averageGreen
+        self.averageBlue = averageBlue
+        self.averageAlpha = averageAlpha
+    }
+
+    /// `#rrggbbaa`, lower-case hex (CSS Color 4).
+    public var averageColorHex: String {
+        "#" + [averageRed, averageGreen, averageBlue, averageAlpha].map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+    }
+
+    /// The ThumbHash in standard base64 with padding (what the reference's JS decoder takes).
+    public var thumbHashBase64: String { Data(thumbHash).base64EncodedString() }
+}
