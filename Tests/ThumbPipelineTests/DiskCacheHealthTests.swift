@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import Testing
 import ThumbImaging
@@ -44,6 +47,41 @@ final class LogCapture: Sendable {
         first.close()
         let second = try DiskCache(directory: directory, byteBudget: 1 << 20)
         #expect(second.statistics == (bytes: 10, entries: 1))
+    }
+
+    /// Before, a refused lock closed its descriptor and then closed the same number again in its
+    /// deinit (a class whose init throws after every property is set is deinitialised): by then
+    /// another thread may own that number. Found by strace (`close` = EBADF from `CacheLock.deinit`)
+    /// behind flaky EBADF failures of other suites' file copies. Here a second thread keeps
+    /// opening pipes and checks each is still open before closing it, while refusals repeat.
+    @Test("a refused lock closes only its own descriptor, once")
+    func refusedLockClosesOnlyItsOwnDescriptor() async {
+        await #expect(processExitsWith: .success) {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cachelock-\(UUID().uuidString)").path
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            guard let holder = try? CacheLock(directory: directory) else { fatalError("no first lock") }
+            let stop = Atomic<Bool>(false)
+            let victims = Atomic<Int>(0)
+            let bystander = Thread {
+                while !stop.load(ordering: .relaxed) {
+                    var ends: [Int32] = [-1, -1]
+                    guard pipe(&ends) == 0 else { continue }
+                    for _ in 0..<20 where fcntl(ends[0], F_GETFD) == -1 || fcntl(ends[1], F_GETFD) == -1 {
+                        victims.add(1, ordering: .relaxed)
+                    }
+                    if close(ends[0]) != 0 || close(ends[1]) != 0 { victims.add(1, ordering: .relaxed) }
+                }
+            }
+            bystander.start()
+            for _ in 0..<5_000 {
+                if (try? CacheLock(directory: directory)) != nil { fatalError("a second lock was granted") }
+            }
+            stop.store(true, ordering: .relaxed)
+            usleep(50_000)
+            withExtendedLifetime(holder) {}
+            if victims.load(ordering: .relaxed) > 0 { fatalError("\(victims.load(ordering: .relaxed)) descriptors of another thread closed") }
+        }
     }
 
     /// Before, a damaged index was rebuilt without a word while every cache file went with it.

@@ -25,10 +25,12 @@ final class CacheLock {
         }
         let fd = descriptor
         do {
-            try Self.lock(fd, path: lockPath)
+            try systemCall("flock \(lockPath)") { flock(fd, LOCK_EX | LOCK_NB) }
         } catch {
             let holder = Self.recordedHolder(fd)
-            close(fd)
+            // Once, here: a class whose init throws after every property is set is deinitialised,
+            // and `release` there must not close this number again (another thread may own it by then).
+            release()
             guard error.errno == EWOULDBLOCK else { throw DiskCacheFiles.cacheError(error) }
             throw CacheError(operation: "lock \(lockPath)",
                              reason: "the cache folder \(directory) is in use by another thumbd\(holder.map { " (pid \($0))" } ?? "")",
@@ -41,25 +43,6 @@ final class CacheLock {
     }
 
     deinit { release() }
-
-    /// How long a held lock is waited for before the folder counts as in use: a lock may be held
-    /// for a moment by a child between its fork and its exec (the descriptor is close-on-exec, but
-    /// until the exec the child shares the open file and so the lock; a test process's spawns
-    /// made a reopen fail this way), or by a daemon that is still exiting while its successor starts.
-    static let heldLockWaitMilliseconds = 500
-
-    private static func lock(_ fd: Int32, path: String) throws(SystemError) {
-        let attempts = heldLockWaitMilliseconds / 25
-        for attempt in 0...attempts {
-            do {
-                try systemCall("flock \(path)") { flock(fd, LOCK_EX | LOCK_NB) }
-                return
-            } catch {
-                guard error.errno == EWOULDBLOCK, attempt < attempts else { throw error }
-                usleep(25_000)
-            }
-        }
-    }
 
     /// Drops the lock (closing the descriptor). Idempotent.
     func release() {
