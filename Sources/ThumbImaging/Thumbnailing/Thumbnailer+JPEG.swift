@@ -18,7 +18,8 @@ extension Thumbnailer {
 
         let scaled = try decoder.start(scaleDenominator: denominator)
         let sinks = outputs.map { output -> JPEGRowSink in
-            guard output.boxFactor == 1 else {
+            // An attention crop is placed on the whole shrunk frame, so it cannot stream into Lanczos.
+            guard output.boxFactor == 1, output.attention == nil else {
                 return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
             }
             let shrink = Double(denominator)
@@ -60,14 +61,15 @@ extension Thumbnailer {
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
         return zip(outputs, sinks).map { output, sink in
-            let pixels = switch sink {
-            case let .shrink(shrinker): finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
-            case let .resample(resampler): resampler.finish().pixelBuffer()
+            let shrink = Double(denominator * output.boxFactor)
+            let (pixels, crop) = switch sink {
+            case let .shrink(shrinker): finish(shrinker.output, shrinkFactorX: shrink, shrinkFactorY: shrink, output: output)
+            case let .resample(resampler): (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
             }
             let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
-                                    skippedScanBytes: decoder.skippedScanBytes)
+                                    skippedScanBytes: decoder.skippedScanBytes, crop: crop)
         }
     }
 }
