@@ -38,7 +38,7 @@ struct AttentionCropSet {
     }
 
     init(count: Int) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attention-set-\(getpid())")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attention-set-\(UUID().uuidString)")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let photos = try Self.photos()

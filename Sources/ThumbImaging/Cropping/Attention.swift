@@ -8,6 +8,10 @@ enum Attention {
     static let cellsAcrossCrop = 40.0
     /// No grid side over this many cells, whatever the frame's aspect ratio (bounds the search).
     static let maxCellsPerSide = 400
+    /// How much less a cell at the window's corner counts than one at its centre: among windows
+    /// that keep a subject whole, the one that centres it wins (a plateau of equal sums would
+    /// otherwise leave the subject against the mask's edge, or let noise pick the end).
+    static let centreBias = 0.15
 
     /// `geometry` (stored frame) with its crop moved onto the salient region of `shrunk`, the
     /// stored frame reduced by `shrinkFactorX` × `shrinkFactorY`. A crop with no freedom, or
@@ -90,7 +94,9 @@ enum Attention {
                         let u = columnWeights[column - firstColumn]
                         guard u >= 0 else { continue }
                         let score = scores[base + column]
-                        if score > 0 { total += score * coverage.weight(u: u, v: v) }
+                        guard score > 0 else { continue }
+                        let fromCentre = (2 * u - 1) * (2 * u - 1) + (2 * v - 1) * (2 * v - 1)
+                        total += score * coverage.weight(u: u, v: v) * Float(1 - Attention.centreBias * fromCentre)
                     }
                 }
             }
