@@ -28,36 +28,39 @@ struct AttentionMap {
         let count = columns * rows
         var colour = [SIMD4<Float>](repeating: .zero, count: count)
         var lumaSquares = [Float](repeating: 0, count: count)
-        var pixelsPerCell = [Float](repeating: 0, count: count)
+        var samplesPerCell = [Float](repeating: 0, count: count)
         let luma = SIMD4<Float>(0.299, 0.587, 0.114, 0)
+        // Statistics, not pixels, are wanted: at most 8 x 8 samples a cell keep the map's cost a
+        // small fraction of the frame's, whatever the cell size.
+        let step = max(1, cell / 8)
         image.pixels.withUnsafeBufferPointer { pixels in
-            for y in 0..<image.height {
+            for y in stride(from: 0, to: image.height, by: step) {
                 let rowBase = (y / cell) * columns
-                let line = y * image.width
-                for x in 0..<image.width {
-                    let pixel = pixels[line + x]
-                    let index = rowBase + x / cell
-                    let brightness = (pixel * luma).sum()
-                    colour[index] += pixel
-                    lumaSquares[index] += brightness * brightness
+                let line = pixels.baseAddress! + y * image.width
+                for column in 0..<columns {
+                    var sum = SIMD4<Float>.zero, squares: Float = 0, samples: Float = 0
+                    for x in stride(from: column * cell, to: min(image.width, column * cell + cell), by: step) {
+                        let pixel = line[x]
+                        let brightness = (pixel * luma).sum()
+                        sum += pixel
+                        squares += brightness * brightness
+                        samples += 1
+                    }
+                    colour[rowBase + column] += sum
+                    lumaSquares[rowBase + column] += squares
+                    samplesPerCell[rowBase + column] += samples
                 }
-            }
-        }
-        for row in 0..<rows {
-            let height = min(cell, image.height - row * cell)
-            for column in 0..<columns {
-                pixelsPerCell[row * columns + column] = Float(height * min(cell, image.width - column * cell))
             }
         }
         let opaqueAlpha: Float = image.hasAlpha ? 0 : 255
         var meanLuma = [Float](repeating: 0, count: count)
         var scores = [Float](repeating: 0, count: count)
         for index in 0..<count {
-            var mean = colour[index] / pixelsPerCell[index]
+            var mean = colour[index] / max(1, samplesPerCell[index])
             if opaqueAlpha > 0 { mean[3] = opaqueAlpha }
             let lumaMean = (mean * luma).sum()
             meanLuma[index] = lumaMean
-            let spread = max(0, lumaSquares[index] / pixelsPerCell[index] - lumaMean * lumaMean).squareRoot()
+            let spread = max(0, lumaSquares[index] / max(1, samplesPerCell[index]) - lumaMean * lumaMean).squareRoot()
             let opacity = mean[3] / 255
             guard opacity > 1.0 / 255 else { continue }
             let straight = SIMD3(mean[0], mean[1], mean[2]) / opacity

@@ -18,11 +18,15 @@ extension Thumbnailer {
 
         let scaled = try decoder.start(scaleDenominator: denominator)
         let sinks = outputs.map { output -> JPEGRowSink in
-            // An attention crop is placed on the whole shrunk frame, so it cannot stream into Lanczos.
-            guard output.boxFactor == 1, output.attention == nil else {
+            guard output.boxFactor == 1 else {
                 return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
             }
             let shrink = Double(denominator)
+            if output.attention != nil {
+                let overscan = Overscan(output.geometry, shrink: shrink)
+                return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height, region: overscan.region,
+                                              outputWidth: overscan.columns, outputHeight: overscan.rows))
+            }
             return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
@@ -64,7 +68,13 @@ extension Thumbnailer {
             let shrink = Double(denominator * output.boxFactor)
             let (pixels, crop) = switch sink {
             case let .shrink(shrinker): finish(shrinker.output, shrinkFactorX: shrink, shrinkFactorY: shrink, output: output)
-            case let .resample(resampler): (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
+            case let .resample(resampler):
+                if let coverage = output.attention {
+                    Overscan(output.geometry, shrink: Double(denominator)).finish(resampler.finish(), coverage: coverage,
+                                                                                 orientation: output.orientation)
+                } else {
+                    (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
+                }
             }
             let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
