@@ -40,6 +40,7 @@ let package = Package(
         .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],
                           path: "Benchmarks/ScrollSimulation"),
+        .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging"]),

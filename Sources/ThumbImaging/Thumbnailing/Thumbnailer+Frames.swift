@@ -22,13 +22,13 @@ extension Thumbnailer {
             pixels.bytes.withUnsafeBufferPointer { buffer in
                 shrinker.consume(rows: buffer.baseAddress!, count: pixels.height, rowStride: pixels.rowBytes)
             }
-            let resampled = finish(shrinker.output, shrinkFactorX: loadedX * Double(box), shrinkFactorY: loadedY * Double(box),
-                                   geometry: output.geometry)
+            let (resampled, crop) = finish(shrinker.output, shrinkFactorX: loadedX * Double(box),
+                                           shrinkFactorY: loadedY * Double(box), output: output)
             let transform = frame.iccProfile.flatMap {
                 ColorProfileTransform.shared(profile: $0, layout: pixels.channels == 4 ? .rgba : .rgb)
             }
             return DecodedThumbnail(pixels: resampled, storedWidth: loader.storedWidth, storedHeight: loader.storedHeight,
-                                    orientation: output.orientation, colorTransform: transform, warning: frame.warning)
+                                    orientation: output.orientation, colorTransform: transform, warning: frame.warning, crop: crop)
         }
     }
 }

@@ -22,6 +22,11 @@ extension Thumbnailer {
                 return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
             }
             let shrink = Double(denominator)
+            if output.attention != nil {
+                let overscan = Overscan(output.geometry, shrink: shrink)
+                return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height, region: overscan.region,
+                                              outputWidth: overscan.columns, outputHeight: overscan.rows))
+            }
             return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
@@ -60,14 +65,21 @@ extension Thumbnailer {
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
         return zip(outputs, sinks).map { output, sink in
-            let pixels = switch sink {
-            case let .shrink(shrinker): finish(shrinker.output, shrinkFactor: Double(denominator * output.boxFactor), geometry: output.geometry)
-            case let .resample(resampler): resampler.finish().pixelBuffer()
+            let shrink = Double(denominator * output.boxFactor)
+            let (pixels, crop) = switch sink {
+            case let .shrink(shrinker): finish(shrinker.output, shrinkFactorX: shrink, shrinkFactorY: shrink, output: output)
+            case let .resample(resampler):
+                if let coverage = output.attention {
+                    Overscan(output.geometry, shrink: Double(denominator)).finish(resampler.finish(), coverage: coverage,
+                                                                                 orientation: output.orientation)
+                } else {
+                    (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
+                }
             }
             let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
-                                    skippedScanBytes: decoder.skippedScanBytes)
+                                    skippedScanBytes: decoder.skippedScanBytes, crop: crop)
         }
     }
 }

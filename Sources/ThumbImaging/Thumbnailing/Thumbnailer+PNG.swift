@@ -50,10 +50,11 @@ extension Thumbnailer {
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
         return zip(outputs, shrinkers).map { output, shrinker in
-            let pixels = finish(shrinker.output, shrinkFactor: Double(output.boxFactor), geometry: output.geometry)
+            let box = Double(output.boxFactor)
+            let (pixels, crop) = finish(shrinker.output, shrinkFactorX: box, shrinkFactorY: box, output: output)
             let transform = profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
-                                    orientation: .up, colorTransform: transform, warning: warning)
+                                    orientation: .up, colorTransform: transform, warning: warning, crop: crop)
         }
     }
 }

@@ -138,13 +138,8 @@ public struct Thumbnailer: Sendable {
             let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
             Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
             let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
-            // TODO(issue 12, crops): the decoder's own crop once crops can move (attention, focus).
-            let slotPixels = request.kind.pixelSize(scale: request.scale)
-            let displayed = ThumbnailGeometry(sourceWidth: shown.width, sourceHeight: shown.height, slotWidth: slotPixels.width,
-                                              slotHeight: slotPixels.height, mode: request.kind.mode, upscale: request.kind.upscale)
-            let crop = CropRectangle(x: displayed.cropX, y: displayed.cropY, width: displayed.cropWidth, height: displayed.cropHeight)
             return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
-                                 crop: crop)
+                                 crop: decoded.crop)
         }
         // TODO(issue 12, placeholders): computed from the decode's ≤ 100 px image.
         return (images, nil)
@@ -155,32 +150,28 @@ public struct Thumbnailer: Sendable {
         var geometry: ThumbnailGeometry
         var orientation: Orientation
         var boxFactor: Int
+        /// Set when the crop is placed by attention (on the shrunk frame, in `finish`): what the mask keeps.
+        var attention: MaskCoverage?
     }
 
     /// Plans every request against one decode: the DCT denominator is the smallest any of them
     /// chooses (so each still gets its margin); each then picks its own block-shrink factor.
     func plan(_ requests: [ThumbnailRequest], storedWidth: Int, storedHeight: Int, sourceOrientation: Orientation,
               allowsDCT: Bool) -> (denominator: Int, outputs: [OutputPlan]) {
-        let planned = requests.map { request -> (ThumbnailGeometry, Orientation, Double) in
+        let planned = requests.map { request -> OutputPlan in
             let orientation = request.appliesOrientation ? sourceOrientation : .up
-            let geometry = storedGeometry(storedWidth: storedWidth, storedHeight: storedHeight, orientation: orientation,
-                                          slot: request.kind.pixelSize(scale: request.scale), kind: request.kind)
-            return (geometry, orientation, geometry.reduction)
+            return cropPlan(request, storedWidth: storedWidth, storedHeight: storedHeight, orientation: orientation)
         }
-        let denominator = planned.map { ShrinkPlan(reduction: $0.2, allowsDCT: allowsDCT, tuning: tuning).dctDenominator }.min() ?? 1
-        let outputs = planned.map { geometry, orientation, reduction in
-            let box = ShrinkPlan(reduction: reduction / Double(denominator), allowsDCT: false, tuning: tuning).boxFactor
-            return OutputPlan(geometry: geometry, orientation: orientation, boxFactor: box)
+        let denominator = planned.map {
+            ShrinkPlan(reduction: $0.geometry.reduction, allowsDCT: allowsDCT, tuning: tuning).dctDenominator
+        }.min() ?? 1
+        let outputs = planned.map { output in
+            var output = output
+            output.boxFactor = ShrinkPlan(reduction: output.geometry.reduction / Double(denominator), allowsDCT: false,
+                                          tuning: tuning).boxFactor
+            return output
         }
         return (denominator, outputs)
-    }
-
-    /// The geometry in the stored frame for a source of the given stored size.
-    func storedGeometry(storedWidth: Int, storedHeight: Int, orientation: Orientation, slot: (width: Int, height: Int),
-                        kind: SlotKind) -> ThumbnailGeometry {
-        let shown = orientation.displayedSize(width: storedWidth, height: storedHeight)
-        return ThumbnailGeometry(sourceWidth: shown.width, sourceHeight: shown.height, slotWidth: slot.width,
-                                 slotHeight: slot.height, mode: kind.mode, upscale: kind.upscale).stored(for: orientation)
     }
 
     /// Last step, shared by every decoder: Lanczos from the shrunk image to the output size.
@@ -215,4 +206,6 @@ struct DecodedThumbnail {
     var warning: String?
     /// Bytes of a progressive JPEG's scans that the decode skipped (see `JPEGDecoder.skippedScanBytes`).
     var skippedScanBytes = 0
+    /// The crop used, in the displayed source's pixels.
+    var crop = CropRectangle(x: 0, y: 0, width: 0, height: 0)
 }
