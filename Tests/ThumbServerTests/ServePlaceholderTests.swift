@@ -42,10 +42,11 @@ struct ServePlaceholderTests {
         let daemon = try ServeDaemon(assets: Self.assets)
         try daemon.start()
         let first = try daemon.request("/v1/placeholders", method: "POST",
-                                       body: #"{"assets": ["landscape.jpg", "photos/small.png", "nope.jpg", "../etc/passwd"]}"#)
+                                       body: #"{"assets": ["landscape.jpg", "photos/small.png", "nope.jpg", "../etc/passwd", "we\"ird\\\tname\u0001.jpg"]}"#)
         #expect(first.status == 200 && first.headers["content-type"] == "application/json", "\(first.summary)")
         let entries = Self.entries(first)
-        #expect(entries.count == 4, "\(first.summary)")
+        #expect(entries.count == 5, "the answer is JSON whatever the names hold: \(first.summary)")
+        #expect(entries["we\"ird\\\tname\u{1}.jpg"]?["status"] as? String == "missing", "\(first.summary)")
         #expect(entries["landscape.jpg"]?["status"] as? String == "pending", "never decoded: queued at prefetch priority")
         #expect(entries["nope.jpg"]?["status"] as? String == "missing" && entries["nope.jpg"]?["message"] is String)
         #expect(entries["../etc/passwd"]?["status"] as? String == "missing", "\(first.summary)")
