@@ -65,15 +65,4 @@ struct PlaceholderRenderBench {
                      decodes.cropped * 1000, decodes.uncropped * 1000, decodes.sampled * 1000, (decodes.sampled / decodes.cropped - 1) * 100))
         #expect(totals.with > 0)
     }
-
-    @Test func dumpSamplerInput() throws {
-        guard let path = ProcessInfo.processInfo.environment["THUMBD_PLACEHOLDER_DUMP"] else { return }
-        let source = try loadSource(path)
-        let sampler = PlaceholderSampler()
-        _ = try Thumbnailer().renderJPEG(source, requests: [try Sample.request("product-row@2x")], isCancelled: nil, placeholder: sampler)
-        let shrinker = try #require(sampler.shrinker)
-        let pixels = sampler.orientation.apply(to: shrinker.output.pixelBuffer())
-        print("dump \(pixels.width)x\(pixels.height)x\(pixels.channels) orientation \(sampler.orientation) factor \(shrinker.factor) source \(shrinker.sourceWidth)x\(shrinker.sourceHeight)")
-        try Data(pixels.bytes).write(to: URL(fileURLWithPath: FileManager.default.temporaryDirectory.path + "/placeholder-dump.rgb"))
-    }
 }
