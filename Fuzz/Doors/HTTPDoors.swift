@@ -29,6 +29,22 @@ enum HTTPDoors {
         }
     }
 
+    /// The parser on its own (an accepted call is within its bounds), then both forms through the API.
+    static func placeholders(body: [UInt8]) {
+        if let call = try? PlaceholdersCall.parse(body: body) {
+            precondition((1...PlaceholdersCall.maxAssets).contains(call.assets.count), "\(call.assets.count) assets accepted")
+            precondition(call.assets.allSatisfy { (1...PipelineRequest.maxAssetPathBytes).contains($0.utf8.count) && !$0.utf8.contains(0) })
+        }
+        let text = FuzzText.string(body)
+        if let call = try? PlaceholdersCall.parse(query: ["assets": text]) {
+            precondition((1...PlaceholdersCall.maxAssets).contains(call.assets.count), "\(call.assets.count) assets accepted")
+        }
+        FuzzServer.withAPI { api in
+            answer(HTTPRequest(method: "POST", path: "/v1/placeholders", headers: ["content-type": "application/json"], body: body), by: api)
+            answer(HTTPRequest(method: "GET", path: "/v1/placeholders", query: ["assets": cString(text)]), by: api)
+        }
+    }
+
     /// Every request gets exactly one answer with an HTTP status.
     static func answer(_ request: HTTPRequest, by api: ThumbnailAPI) {
         let answer = Answer()

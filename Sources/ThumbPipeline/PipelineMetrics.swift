@@ -58,6 +58,10 @@ public struct PipelineMetrics: Sendable, Equatable {
     /// Memory hits answered from a version the folder watcher vouches for (no syscall), and
     /// requests that resolved their asset (open, `openat2`, `fstat`); the gauge: assets vouched for.
     public var vouchedHits = 0
+    /// Placeholders computed by decodes and stored; look-ups answered from the index, or pending.
+    public var placeholdersComputed = 0
+    public var placeholderHits = 0
+    public var placeholderPending = 0
     public var assetResolves = 0
     public var vouchedAssets = 0
 

@@ -22,10 +22,13 @@ extension ThumbnailPipeline {
         let hook = checkpointHook
         let thumbnails: [Thumbnail]
         do {
-            thumbnails = try thumbnailer.thumbnails(of: source, requests: jobs.map(\.request)) {
+            let rendered = try thumbnailer.thumbnailSet(of: source, requests: jobs.map(\.request),
+                                                        computesPlaceholder: wantsPlaceholder(of: asset)) {
                 hook?()
                 return jobs.allSatisfy(\.isCancelled)
             }
+            thumbnails = rendered.thumbnails
+            keep(rendered.placeholder, of: asset)
         } catch {
             let failure = ThumbFailure(error)
             if let record = failure.disposition.negativeRecord { disk.recordFailure(asset, record: record, reason: failure.reason) }

@@ -31,6 +31,7 @@ extension ThumbnailPipeline {
             let outcome = supervisor.render(source: file.descriptor, status: version.fileStatus, label: path,
                                             requests: jobs.map(\.request), limits: configuration.limits,
                                             tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds,
+                                            computesPlaceholder: wantsPlaceholder(of: version),
                                             isCancelled: { jobs.allSatisfy(\.isCancelled) })
             for job in jobs { job.whenCancelled(nil) }
             switch outcome {
@@ -46,6 +47,7 @@ extension ThumbnailPipeline {
                     change = "\(path) was modified while being rendered"
                     continue
                 }
+                keep(answer.placeholder, of: version)
                 return (accept(answer, of: version, for: jobs), workerCPUSeconds)
             case .crashed(let death):
                 workerCPUSeconds += death.cpuSeconds

@@ -100,6 +100,10 @@ extension ThumbnailAPI {
                [("", Double(metrics.vouchedHits))])
         metric("thumbd_asset_resolves_total", "counter", "Requests that looked at their asset file (open, openat2, fstat).",
                [("", Double(metrics.assetResolves))])
+        metric("thumbd_placeholders_computed_total", "counter", "Placeholders computed by decodes and stored in the index.",
+               [("", Double(metrics.placeholdersComputed))])
+        metric("thumbd_placeholder_lookups_total", "counter", "Assets asked of /v1/placeholders, by what they were answered.",
+               [("result=\"ready\"", Double(metrics.placeholderHits)), ("result=\"pending\"", Double(metrics.placeholderPending))])
         metric("thumbd_vouched_assets", "gauge", "Assets whose version the folder watcher vouches for.", [("", Double(metrics.vouchedAssets))])
         metric("thumbd_http_responses_built_total", "counter",
                "libmicrohttpd responses built: prepared once per cached thumbnail (and Vary form), or for one request.",

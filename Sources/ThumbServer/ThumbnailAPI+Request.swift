@@ -27,6 +27,7 @@ public enum APIRequest: Sendable {
     case releaseSlot(SlotID)
     case prefetch(PrefetchCall)
     case cancelPrefetch(id: String)
+    case placeholders(PlaceholdersCall)
     case kinds
     case health
     /// `GET /readyz`: 200 once the start-up reconciles are done, 503 until then.
@@ -87,6 +88,10 @@ public enum APIRequest: Sendable {
                 throw .badRequest("a prefetch id is at most \(maxPrefetchIDBytes) bytes, this one \(id.utf8.count)")
             }
             return .cancelPrefetch(id: id)
+        case ("GET", "placeholders"):
+            return .placeholders(try PlaceholdersCall.parse(query: request.query))
+        case ("POST", "placeholders"):
+            return .placeholders(try PlaceholdersCall.parse(body: request.body))
         case ("GET", "kinds"): return .kinds
         case ("GET", "healthz"): return .health
         case ("GET", "readyz"): return .ready

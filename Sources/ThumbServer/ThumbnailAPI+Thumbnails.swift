@@ -15,21 +15,25 @@ extension ThumbnailAPI {
         // The pipeline is captured only by answers that need it (`as=path`): a hit's answer
         // touches no shared object it need not.
         let storedPath: @Sendable (CachedThumbnail) -> String?
+        let placeholder: @Sendable (CachedThumbnail) -> Placeholder?
         if asPath {
             let pipeline = pipeline
             storedPath = { thumbnail in pipeline.storedFilePath(of: thumbnail) }
+            placeholder = { thumbnail in pipeline.placeholder(of: thumbnail) }
         } else {
             storedPath = { _ in nil }
+            placeholder = { _ in nil }
         }
         pipeline.submit(call.pipelineRequest) { response in
             once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
-                                           storedPath: storedPath))
+                                           storedPath: storedPath, placeholder: placeholder))
         }
         // The render goes on (and is cached) even when the wait runs out.
         guard !once.isDone else { return }
         let waited = wait
+        let (pipeline, assetPath) = (pipeline, call.pipelineRequest.assetPath)
         let timeout: @Sendable () -> HTTPResponse = {
-            .error(504, "timeout", "no thumbnail within \(waited) ms; it is still being rendered", headers: [("Retry-After", "1")])
+            Self.unfinishedResponse(waitMilliseconds: waited, placeholder: pipeline.knownPlaceholder(assetPath: assetPath))
         }
         if wait == 0 {
             once.respond(timeout())
@@ -42,7 +46,8 @@ extension ThumbnailAPI {
     /// write it, and `as=path` is answered 503 rather than with a path to nothing).
     /// `variesWithAccept`: the format was chosen by `Accept`, so shared caches must key on it.
     static func httpResponse(for response: PipelineResponse, asPath: Bool, ifNoneMatch: String?, variesWithAccept: Bool = false,
-                             storedPath: (CachedThumbnail) -> String? = { $0.storedFilePath }) -> HTTPResponse {
+                             storedPath: (CachedThumbnail) -> String? = { $0.storedFilePath },
+                             placeholder: (CachedThumbnail) -> Placeholder? = { _ in nil }) -> HTTPResponse {
         let tokenHeader: [(String, String)] = response.token.map { [("X-Thumbd-Token", String($0))] } ?? []
         switch response.result {
         case .success(let thumbnail):
@@ -61,6 +66,7 @@ extension ThumbnailAPI {
                                              "height": thumbnail.height, "format": thumbnail.format.rawValue,
                                              "contentType": thumbnail.format.mediaType, "etag": served.etag]
                 if let token = response.token { object["token"] = token }
+                if let known = placeholder(thumbnail) { object["placeholder"] = placeholderObject(known) }
                 return .json(200, object, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
             guard tokenHeader.isEmpty else { return HTTPResponse(status: 200, headers: lines + tokenHeader, body: thumbnail.bytes) }

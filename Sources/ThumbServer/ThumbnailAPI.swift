@@ -65,6 +65,8 @@ public final class ThumbnailAPI: Sendable {
         case .success(.cancelPrefetch(let id)):
             let withdrawn = pipeline.cancelGroup(id)
             counted(.json(200, ["id": id, "cancelled": withdrawn]))
+        case .success(.placeholders(let call)):
+            counted(placeholders(call))
         case .success(.kinds):
             counted(kinds())
         case .success(.health):
@@ -84,6 +86,7 @@ public final class ThumbnailAPI: Sendable {
         if path.hasPrefix("/v1/slots/") { return "slots" }
         if path == "/v1/prefetch" || path.hasPrefix("/v1/prefetch/") { return "prefetch" }
         if path == "/v1/kinds" { return "kinds" }
+        if path == "/v1/placeholders" { return "placeholders" }
         if path == "/healthz" { return "healthz" }
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }

@@ -2,7 +2,7 @@ extension Thumbnailer {
     /// Frame-at-once formats: header → limits → the loader's reduced frame (the largest
     /// shrink-on-load every request still keeps its margin after) → block shrink → Lanczos.
     func renderFrame(_ loader: any FrameLoader, requests: [ThumbnailRequest],
-                     isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
+                     isCancelled: CancellationCheck?, placeholder: PlaceholderSampler? = nil) throws(ImagingError) -> [DecodedThumbnail] {
         try limits.check(width: loader.storedWidth, height: loader.storedHeight)
         let (_, outputs) = plan(requests, storedWidth: loader.storedWidth, storedHeight: loader.storedHeight,
                                 sourceOrientation: loader.orientation, allowsDCT: false)
@@ -15,6 +15,13 @@ extension Thumbnailer {
         guard pixels.width > 0, pixels.height > 0 else { throw .undecodable(reason: "the decoder returned no pixels") }
         let loadedX = frame.storedPixelsPerPixel?.x ?? Double(loader.storedWidth) / Double(pixels.width)
         let loadedY = frame.storedPixelsPerPixel?.y ?? Double(loader.storedHeight) / Double(pixels.height)
+        if let placeholder {
+            placeholder.sample(pixels)
+            placeholder.orientation = loader.orientation
+            placeholder.colorTransform = frame.iccProfile.flatMap {
+                ColorProfileTransform.shared(profile: $0, layout: pixels.channels == 4 ? .rgba : .rgb)
+            }
+        }
         return outputs.map { output in
             let reductionLeft = output.geometry.reduction / max(loadedX, loadedY)
             let box = ShrinkPlan(reduction: reductionLeft, allowsDCT: false, tuning: tuning).boxFactor

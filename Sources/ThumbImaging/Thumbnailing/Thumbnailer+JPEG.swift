@@ -5,7 +5,8 @@ extension Thumbnailer {
     /// `selectsScans` false decodes every scan of a progressive file, `cropsColumns` false every
     /// column (the tests' references).
     func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest], isCancelled: CancellationCheck?,
-                    selectsScans: Bool = true, cropsColumns: Bool = true) throws(ImagingError) -> [DecodedThumbnail] {
+                    selectsScans: Bool = true, cropsColumns: Bool = true,
+                    placeholder: PlaceholderSampler? = nil) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try JPEGDecoder(source: source, limits: limits, isCancelled: isCancelled, selectsScans: selectsScans)
         try limits.check(width: decoder.storedWidth, height: decoder.storedHeight)
         let (denominator, outputs) = plan(requests, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
@@ -31,7 +32,9 @@ extension Thumbnailer {
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
         }
-        let columns = cropsColumns ? try Self.cropColumns(decoder, width: scaled.width, sinks: sinks) : 0..<scaled.width
+        // The placeholder's shrink needs the whole frame: as a shrink sink it also turns column cropping off.
+        let fed = sinks + (placeholder.map { [.shrink($0.start(width: scaled.width, height: scaled.height, channels: 3))] } ?? [])
+        let columns = cropsColumns ? try Self.cropColumns(decoder, width: scaled.width, sinks: fed) : 0..<scaled.width
         let batchRows = 16
         let rowWidth = columns.count
         let rowStride = rowWidth * scaled.components
@@ -52,18 +55,20 @@ extension Thumbnailer {
                         } else {
                             CMYKConversion.naive(cmyk.baseAddress!, into: rgb.baseAddress!, pixelCount: pixels, inverted: inverted)
                         }
-                        for sink in sinks { sink.consume(rows: rgb.baseAddress!, count: count, rowStride: rowWidth * 3) }
+                        for sink in fed { sink.consume(rows: rgb.baseAddress!, count: count, rowStride: rowWidth * 3) }
                     }
                 }
             } else {
                 rows.withUnsafeBufferPointer { buffer in
-                    for sink in sinks { sink.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
+                    for sink in fed { sink.consume(rows: buffer.baseAddress!, count: count, rowStride: rowStride) }
                 }
             }
         }
-        guard sinks.allSatisfy(\.isComplete) else { throw .undecodable(reason: "decoder stopped before the last row") }
+        guard fed.allSatisfy(\.isComplete) else { throw .undecodable(reason: "decoder stopped before the last row") }
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
+        placeholder?.orientation = decoder.orientation
+        placeholder?.colorTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
         return zip(outputs, sinks).map { output, sink in
             let shrink = Double(denominator * output.boxFactor)
             let (pixels, crop) = switch sink {

@@ -3,7 +3,7 @@ extension Thumbnailer {
     /// whole, since their passes fill the frame out of order, in slices of row reads with a
     /// cancellation check between them) → Lanczos.
     func renderPNG(_ source: SourceBytes, requests: [ThumbnailRequest],
-                   isCancelled: CancellationCheck?) throws(ImagingError) -> [DecodedThumbnail] {
+                   isCancelled: CancellationCheck?, placeholder: PlaceholderSampler? = nil) throws(ImagingError) -> [DecodedThumbnail] {
         let decoder = try PNGDecoder(source: source, limits: limits)
         try limits.check(width: decoder.width, height: decoder.height)
         let (_, outputs) = plan(requests, storedWidth: decoder.width, storedHeight: decoder.height,
@@ -13,7 +13,7 @@ extension Thumbnailer {
         let layout = try decoder.start(applyGamma: profile == nil)
         let shrinkers = outputs.map {
             BoxShrinker(sourceWidth: decoder.width, sourceHeight: decoder.height, channels: layout.channels, factor: $0.boxFactor)
-        }
+        } + (placeholder.map { [$0.start(width: decoder.width, height: decoder.height, channels: layout.channels)] } ?? [])
         let rowStride = decoder.width * layout.channels
         let batchRows = 16
         if layout.passes > 1 {
@@ -49,6 +49,9 @@ extension Thumbnailer {
         }
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
+        placeholder?.colorTransform = profile.flatMap {
+            ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb)
+        }
         return zip(outputs, shrinkers).map { output, shrinker in
             let box = Double(output.boxFactor)
             let (pixels, crop) = finish(shrinker.output, shrinkFactorX: box, shrinkFactorY: box, output: output)

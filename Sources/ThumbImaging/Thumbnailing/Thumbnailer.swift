@@ -116,16 +116,17 @@ public struct Thumbnailer: Sendable {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }
         let decoded: [DecodedThumbnail]
+        let sampler = computesPlaceholder ? PlaceholderSampler() : nil
         switch source.format {
         case .jpeg:
-            decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled)
+            decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         case .png:
-            decoded = try renderPNG(source, requests: requests, isCancelled: isCancelled)
+            decoded = try renderPNG(source, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         case let format?:
             guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {
                 throw .unsupportedFormat(reason: "no loader for \(format.name)")
             }
-            decoded = try renderFrame(loader, requests: requests, isCancelled: isCancelled)
+            decoded = try renderFrame(loader, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         case nil:
             throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF or AVIF (\(source.leadingBytesDescription))")
         }
@@ -141,8 +142,7 @@ public struct Thumbnailer: Sendable {
             return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
                                  crop: decoded.crop)
         }
-        // TODO(issue 12, placeholders): computed from the decode's ≤ 100 px image.
-        return (images, nil)
+        return (images, sampler?.placeholder())
     }
 
     /// One output of a decode: its geometry in the stored frame and how it is reduced.

@@ -260,6 +260,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                         try database.query("SELECT file_path, bytes FROM entries WHERE asset_path = ?", [.text(assetPath)]) { files.append(($0.text(0), $0.int(1))) }
                         try database.execute("DELETE FROM entries WHERE asset_path = ?", [.text(assetPath)])
                         try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)])
+                        try database.execute("DELETE FROM placeholders WHERE asset_path = ?", [.text(assetPath)])
                     }
                 }
                 state.removalTransactions += 1
@@ -304,7 +305,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             guard let database = state.database else { return [] }
             var paths: Set<String> = []
             do throws(SQLiteError) {
-                try database.query("SELECT asset_path FROM entries UNION SELECT asset_path FROM failures") { paths.insert($0.text(0)) }
+                try database.query("SELECT asset_path FROM entries UNION SELECT asset_path FROM failures UNION SELECT asset_path FROM placeholders") { paths.insert($0.text(0)) }
             } catch {
                 recover(from: error, &state)
             }
@@ -323,6 +324,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             do throws(SQLiteError) {
                 try database.query("SELECT asset_path FROM entries WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
                 try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                try database.query("SELECT asset_path FROM placeholders WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
             } catch {
                 recover(from: error, &state)
             }
@@ -348,6 +350,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                     try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
                     try database.execute("DELETE FROM entries WHERE \(condition)", bounds)
                     try database.execute("DELETE FROM failures WHERE \(condition)", bounds)
+                    try database.execute("DELETE FROM placeholders WHERE \(condition)", bounds)
                 }
             } catch {
                 recover(from: error, &state)

@@ -23,6 +23,7 @@ struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
 enum SQLiteValue: Sendable, Equatable {
     case integer(Int64)
     case text(String)
+    case blob([UInt8])
     case null
 }
 
@@ -36,6 +37,11 @@ struct SQLiteRow {
         guard let pointer = sqlite3_column_text(statement, column) else { return "" }
         let count = Int(sqlite3_column_bytes(statement, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+    func blob(_ column: Int32) -> [UInt8] {
+        guard let pointer = sqlite3_column_blob(statement, column) else { return [] }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return [UInt8](UnsafeRawBufferPointer(start: pointer, count: count))
     }
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 }
@@ -119,6 +125,10 @@ final class SQLiteDatabase {
             case .text(let text):
                 text.utf8CString.withUnsafeBufferPointer { buffer in
                     sqlite3_bind_text(statement, index, buffer.baseAddress, Int32(buffer.count - 1), sqliteTransient)
+                }
+            case .blob(let bytes):
+                bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob(statement, index, buffer.baseAddress, Int32(buffer.count), sqliteTransient)
                 }
             }
             guard result == SQLITE_OK else { throw error("bind \(sql)", result, db) }

@@ -1,0 +1,90 @@
+import ThumbImaging
+
+/// A placeholder as the index keeps it: valid for the one asset version it was computed from.
+public struct StoredPlaceholder: Sendable, Equatable {
+    /// `AssetVersion.description` of the decoded file.
+    public var version: String
+    public var placeholder: Placeholder
+
+    public init(version: String, placeholder: Placeholder) {
+        self.version = version
+        self.placeholder = placeholder
+    }
+}
+
+/// The `placeholders` table (schema 4): one row an asset path, replaced when another version of
+/// the file is decoded, removed with the asset (`removeThumbnails(ofAssets:)`, `(under:)`).
+extension DiskCache {
+    /// Paths a batch look-up takes at most (the HTTP door allows fewer).
+    public static let maxPlaceholderLookupPaths = 1000
+
+    /// Stores (or replaces) the placeholder of `asset`'s version. A hash that does not fit the
+    /// format is refused rather than stored.
+    public func storePlaceholder(_ placeholder: Placeholder, of asset: AssetVersion) {
+        guard (5...ThumbHash.maxBytes).contains(placeholder.thumbHash.count) else { return }
+        let packed = Int64(placeholder.averageRed) << 24 | Int64(placeholder.averageGreen) << 16
+            | Int64(placeholder.averageBlue) << 8 | Int64(placeholder.averageAlpha)
+        state.withLock { state in
+            guard let database = state.database else { return }
+            do throws(SQLiteError) {
+                try database.execute("INSERT OR REPLACE INTO placeholders (asset_path, version, thumbhash, average_rgba) VALUES (?, ?, ?, ?)",
+                                     [.text(asset.path), .text(asset.description), .blob(placeholder.thumbHash), .integer(packed)])
+            } catch {
+                recover(from: error, &state)
+            }
+        }
+    }
+
+    /// The placeholder of exactly this version, or nil (none yet, or one of another version).
+    public func placeholder(of asset: AssetVersion) -> Placeholder? {
+        guard let stored = storedPlaceholders(ofAssets: [asset.path])[asset.path], stored.version == asset.description else { return nil }
+        return stored.placeholder
+    }
+
+    /// The stored rows of these paths, whatever version they belong to (the caller compares
+    /// with the version it resolved): one prepared statement reused under one lock.
+    public func storedPlaceholders(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
+        state.withLock { (state: inout State) -> [String: StoredPlaceholder] in
+            guard let database = state.database else { return [:] }
+            var found: [String: StoredPlaceholder] = [:]
+            do throws(SQLiteError) {
+                for path in paths.prefix(Self.maxPlaceholderLookupPaths) where found[path] == nil {
+                    try database.query("SELECT version, thumbhash, average_rgba FROM placeholders WHERE asset_path = ?", [.text(path)]) { row in
+                        if let placeholder = Self.placeholder(hash: row.blob(1), packed: row.integer(2)) {
+                            found[path] = StoredPlaceholder(version: row.text(0), placeholder: placeholder)
+                        }
+                    }
+                }
+            } catch {
+                recover(from: error, &state)
+                return [:]
+            }
+            return found
+        }
+    }
+
+    /// Number of stored placeholders (for tests and metrics).
+    public var placeholderCount: Int {
+        state.withLock { (state: inout State) -> Int in
+            guard let database = state.database else { return 0 }
+            return Int((try? database.scalar("SELECT count(*) FROM placeholders")) ?? 0)
+        }
+    }
+
+    /// A row back to a value; a damaged row (a hash outside the format, a colour outside 32
+    /// bits) reads as none, so it is computed again.
+    static func placeholder(hash: [UInt8], packed: Int64) -> Placeholder? {
+        guard (5...ThumbHash.maxBytes).contains(hash.count), (0...0xFFFF_FFFF).contains(packed) else { return nil }
+        return Placeholder(thumbHash: hash, averageRed: UInt8(packed >> 24 & 255), averageGreen: UInt8(packed >> 16 & 255),
+                           averageBlue: UInt8(packed >> 8 & 255), averageAlpha: UInt8(packed & 255))
+    }
+}
+
+extension DiskCache {
+    /// Drops a placeholder row as an index from before schema 4 would lack it (tests only).
+    func removePlaceholdersForTesting(of path: String) {
+        state.withLock { state in
+            _ = try? state.database?.execute("DELETE FROM placeholders WHERE asset_path = ?", [.text(path)])
+        }
+    }
+}

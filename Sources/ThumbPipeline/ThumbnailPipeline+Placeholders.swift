@@ -1,0 +1,110 @@
+import ThumbImaging
+
+/// What the pipeline knows of one asset's placeholder.
+public enum PlaceholderState: Sendable, Equatable {
+    /// Computed from the asset's current version (`version` is opaque: it changes with the file).
+    case known(Placeholder, version: String)
+    /// The asset exists and its placeholder is on its way (queued, or being decoded).
+    case pending
+    /// The asset is remembered as failing to decode: no placeholder until the file changes.
+    case failed(reason: String)
+    /// No such asset (or not one this root serves).
+    case missing(reason: String)
+}
+
+/// Placeholders from the decode to the index, and the batch look-up a screen of cells asks for.
+/// A placeholder belongs to one asset version: each render of a version the index has none for
+/// computes it from the same decode (in process or in the worker) and stores it.
+extension ThumbnailPipeline {
+    /// Whether a decode of `asset` should compute its placeholder: the index has none for this version.
+    func wantsPlaceholder(of asset: AssetVersion) -> Bool {
+        disk.placeholder(of: asset) == nil
+    }
+
+    /// Stores a decode's placeholder under the version that was read.
+    func keep(_ placeholder: Placeholder?, of asset: AssetVersion) {
+        guard let placeholder else { return }
+        disk.storePlaceholder(placeholder, of: asset)
+        state.withLock { $0.metrics.placeholdersComputed += 1 }
+    }
+
+    /// The placeholders of `paths` (one state each, in order): each path resolved to its
+    /// current version, then one batch look-up in the index. An existing asset without one for
+    /// that version gets a render of `kind` at `scale` queued at `priority` (coalescing with
+    /// any job of the same thumbnail), which computes it; even when that thumbnail is cached.
+    public func placeholders(ofAssets paths: [String], rendering kind: SlotKind, scale: Int,
+                             priority: Priority = .prefetch, format: EncoderSettings.Format? = nil) -> [PlaceholderState] {
+        var resolved: [(absolutePath: String, version: AssetVersion)?] = []
+        var states: [PlaceholderState?] = []
+        for path in paths {
+            do {
+                resolved.append(try assets.resolve(path))
+                states.append(nil)
+            } catch {
+                resolved.append(nil)
+                states.append(.missing(reason: ThumbFailure(error).reason))
+            }
+        }
+        let stored = disk.storedPlaceholders(ofAssets: resolved.compactMap { $0?.version.path })
+        var hits = 0, pending = 0
+        for index in paths.indices where states[index] == nil {
+            guard let found = resolved[index] else { continue }
+            if let row = stored[found.version.path], row.version == found.version.description {
+                states[index] = .known(row.placeholder, version: Self.versionTag(row.version))
+                hits += 1
+            } else if let failure = disk.failure(for: found.version) {
+                states[index] = .failed(reason: failure.reason)
+            } else {
+                enqueuePlaceholderRender(resolved: found, kind: kind, scale: scale, priority: priority, format: format)
+                states[index] = .pending
+                pending += 1
+            }
+        }
+        state.withLock {
+            $0.metrics.placeholderHits += hits
+            $0.metrics.placeholderPending += pending
+        }
+        return states.map { $0 ?? .pending }
+    }
+
+    /// The placeholder of the version a thumbnail was rendered from, if the index has it (no
+    /// file status read: the key's descriptor names the version).
+    public func placeholder(of thumbnail: CachedThumbnail) -> Placeholder? {
+        guard let row = disk.storedPlaceholders(ofAssets: [thumbnail.key.assetPath])[thumbnail.key.assetPath],
+              thumbnail.key.descriptor.hasPrefix("v\(CacheKey.pipelineVersion)|\(row.version)|") else { return nil }
+        return row.placeholder
+    }
+
+    /// The placeholder of an asset's current version (resolves the path: one status read), or nil.
+    public func knownPlaceholder(assetPath: String) -> Placeholder? {
+        guard let version = try? assets.resolve(assetPath).version else { return nil }
+        return disk.placeholder(of: version)
+    }
+
+    /// Queues a render whose decode computes the placeholder; refused quietly when the queue is
+    /// full (the asset stays pending and the next look-up tries again).
+    private func enqueuePlaceholderRender(resolved: (absolutePath: String, version: AssetVersion), kind: SlotKind, scale: Int,
+                                          priority: Priority, format: EncoderSettings.Format?) {
+        let encoder = configuration.encoder(for: kind, format: format)
+        let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
+        state.withLock { state in
+            // A job of this thumbnail is on its way: its decode computes the placeholder (and a
+            // client polling a pending screen adds no waiter each time).
+            guard !state.shuttingDown, state.jobs[key.digest] == nil else { return }
+            let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
+            _ = attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state)
+        }
+    }
+
+    /// An opaque, stable tag of a version's description (16 hex digits, FNV-1a): clients compare
+    /// it, and it shows no inode or device numbers.
+    static func versionTag(_ description: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in description.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let text = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+import ThumbImaging
+@testable import ThumbPipeline
+
+/// Placeholders in the index (schema 4's `placeholders` table) and through the pipeline: stored
+/// per asset version, looked up in batches, removed with the asset, kept across restarts, and
+/// computed by the first render of each version.
+@Suite struct PlaceholderIndexTests {
+    static func placeholder(_ seed: UInt8, alpha: UInt8 = 255) -> Placeholder {
+        Placeholder(thumbHash: (0..<UInt8(6 + seed % 10)).map { $0 &+ seed }, averageRed: seed, averageGreen: 2, averageBlue: 250,
+                    averageAlpha: alpha)
+    }
+
+    @Test("stored per version: the same version reads back, another version or path reads none; kept across a reopen")
+    func storeAndLookUp() throws {
+        let fixture = try DiskCacheFixture()
+        let version = DiskCacheFixture.version("a/b.jpg")
+        let edited = DiskCacheFixture.version("a/b.jpg", modified: 1_800_000_000_000_000_000)
+        do {
+            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+            defer { cache.close() }
+            #expect(cache.placeholder(of: version) == nil)
+            cache.storePlaceholder(Self.placeholder(7, alpha: 128), of: version)
+            #expect(cache.placeholder(of: version) == Self.placeholder(7, alpha: 128))
+            #expect(cache.placeholder(of: edited) == nil, "another version of the file has none")
+            #expect(cache.placeholder(of: DiskCacheFixture.version("a/c.jpg")) == nil)
+        }
+        let reopened = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        defer { reopened.close() }
+        #expect(reopened.placeholder(of: version) == Self.placeholder(7, alpha: 128), "kept across a restart")
+        // A decode of the edited file replaces the row.
+        reopened.storePlaceholder(Self.placeholder(9), of: edited)
+        #expect(reopened.placeholder(of: edited) == Self.placeholder(9) && reopened.placeholder(of: version) == nil)
+        #expect(reopened.placeholderCount == 1)
+    }
+
+    @Test("a batch look-up of 50 paths answers each stored one with its version, and nothing for the rest")
+    func batchLookUp() throws {
+        let fixture = try DiskCacheFixture()
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        defer { cache.close() }
+        let paths = (0..<50).map { "cells/\($0).jpg" }
+        for (index, path) in paths.enumerated() where index % 5 != 0 {
+            cache.storePlaceholder(Self.placeholder(UInt8(index)), of: DiskCacheFixture.version(path))
+        }
+        let found = cache.storedPlaceholders(ofAssets: paths + ["cells/0.jpg", "elsewhere.png"])
+        #expect(found.count == 40)
+        for (index, path) in paths.enumerated() {
+            if index % 5 == 0 {
+                #expect(found[path] == nil)
+            } else {
+                #expect(found[path] == StoredPlaceholder(version: DiskCacheFixture.version(path).description,
+                                                          placeholder: Self.placeholder(UInt8(index))))
+            }
+        }
+    }
+
+    @Test("a hash outside the format is never stored")
+    func refusesOutOfFormatHashes() throws {
+        let fixture = try DiskCacheFixture()
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        defer { cache.close() }
+        var long = Self.placeholder(1)
+        long.thumbHash = [UInt8](repeating: 1, count: ThumbHash.maxBytes + 1)
+        cache.storePlaceholder(long, of: DiskCacheFixture.version("x.jpg"))
+        var short = Self.placeholder(1)
+        short.thumbHash = [1, 2]
+        cache.storePlaceholder(short, of: DiskCacheFixture.version("y.jpg"))
+        #expect(cache.placeholderCount == 0)
+    }
+
+    @Test("removed with the asset (the watcher's removal batch) and with its folder; the asset reconcile sees placeholder-only rows")
+    func removedWithTheAsset() throws {
+        let fixture = try DiskCacheFixture()
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        defer { cache.close() }
+        for path in ["gone.jpg", "kept.jpg", "album/one.jpg", "album/two.jpg", "album0/other.jpg"] {
+            cache.storePlaceholder(Self.placeholder(3), of: DiskCacheFixture.version(path))
+        }
+        #expect(cache.assetPaths() == ["gone.jpg", "kept.jpg", "album/one.jpg", "album/two.jpg", "album0/other.jpg"])
+        #expect(cache.assetPaths(under: "album") == ["album/one.jpg", "album/two.jpg"])
+        cache.removeThumbnails(ofAssets: ["gone.jpg"])
+        #expect(cache.placeholder(of: DiskCacheFixture.version("gone.jpg")) == nil)
+        #expect(cache.placeholder(of: DiskCacheFixture.version("kept.jpg")) != nil)
+        cache.removeThumbnails(under: "album")
+        #expect(cache.storedPlaceholders(ofAssets: ["album/one.jpg", "album/two.jpg", "album0/other.jpg"]).keys.sorted() == ["album0/other.jpg"])
+        #expect(cache.placeholderCount == 2)
+    }
+}
+
+/// The pipeline's side: the first render of a version computes and stores its placeholder (in
+/// process here; the daemon tests cover the sandboxed worker), later renders do not, and the
+/// batch look-up queues what it does not know.
+@Suite struct PipelinePlaceholderTests {
+    let fixture: PipelineFixture
+    init() throws { fixture = try PipelineFixture() }
+
+    func until(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    @Test("a request's render stores the placeholder of the version it read; a render of another kind computes none again")
+    func renderStoresPlaceholder() async throws {
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        let first = await pipeline.thumbnail(.init(assetPath: "img3.png", kind: PipelineFixture.avatar, scale: 3))
+        #expect(first.thumbnail != nil)
+        let version = try pipeline.assets.resolve("img3.png").version
+        let stored = try #require(pipeline.disk.placeholder(of: version))
+        #expect(stored.thumbHash[2] & 0x80 != 0, "basn6a08 has alpha")
+        #expect(pipeline.metrics.placeholdersComputed == 1)
+        _ = await pipeline.thumbnail(.init(assetPath: "img3.png", kind: PipelineFixture.large, scale: 1))
+        #expect(pipeline.metrics.placeholdersComputed == 1, "the version already has one")
+        let cached = try #require(first.thumbnail)
+        #expect(pipeline.placeholder(of: cached) == stored)
+        #expect(pipeline.knownPlaceholder(assetPath: "img3.png") == stored)
+    }
+
+    @Test("the batch look-up: pending (queued) for unseen assets, then known; missing and failed per asset, never for all")
+    func batchLookUpQueuesTheUnknown() async throws {
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        let paths = fixture.imageNames + ["no-such.jpg", "../outside.jpg", "broken.jpg"]
+        let first = pipeline.placeholders(ofAssets: paths, rendering: PipelineFixture.avatar, scale: 3)
+        #expect(first.count == paths.count)
+        for (path, state) in zip(paths, first) where fixture.imageNames.contains(path) {
+            #expect(state == .pending, "\(path): \(state)")
+        }
+        guard case .missing = first[paths.firstIndex(of: "no-such.jpg")!] else { Issue.record("no-such.jpg: \(first)"); return }
+        guard case .missing = first[paths.firstIndex(of: "../outside.jpg")!] else { Issue.record("../outside.jpg: \(first)"); return }
+        #expect(await until {
+            pipeline.placeholders(ofAssets: fixture.imageNames, rendering: PipelineFixture.avatar, scale: 3).allSatisfy {
+                if case .known = $0 { return true } else { return false }
+            }
+        }, "every image's placeholder computed by the queued renders")
+        #expect(await until {
+            if case .failed = pipeline.placeholders(ofAssets: ["broken.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
+            return false
+        }, "the undecodable file is answered failed once its render failed")
+        #expect(pipeline.metrics.placeholdersComputed == fixture.imageNames.count)
+        // Cached thumbnails but no placeholder (an index from before schema 4): the look-up still gets one computed.
+        let versions = try fixture.imageNames.map { try pipeline.assets.resolve($0).version }
+        pipeline.disk.removePlaceholdersForTesting(of: versions[0].path)
+        #expect(pipeline.placeholders(ofAssets: [versions[0].path], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(await until { pipeline.disk.placeholder(of: versions[0]) != nil })
+    }
+
+    @Test("a changed file has no placeholder until it is decoded again; the version tag changes with it")
+    func changedFileIsPendingAgain() async throws {
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        _ = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3))
+        guard case .known(let before, let tag)? = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar,
+                                                                         scale: 3).first else {
+            Issue.record("no placeholder after a render"); return
+        }
+        try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
+        try FileManager.default.copyItem(atPath: PipelineFixture.corpus + "/exif-samples/Canon_40D.jpg", toPath: fixture.assets + "/img0.jpg")
+        #expect(pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(await until {
+            if case .known(let after, let newTag) = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] {
+                return after != before && newTag != tag
+            }
+            return false
+        })
+    }
+}
