@@ -117,7 +117,7 @@ public final class ThumbnailAPI: Sendable {
             case .cornerRadius(let radius): "radius \(radius)"
             }
             return ["name": name, "widthPoints": kind.widthPoints, "heightPoints": kind.heightPoints,
-                    "mode": kind.mode.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
+                    "mode": kind.mode.rawValue, "crop": kind.effectiveCrop.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
                     "format": formats.preferred.rawValue, "formats": formats.allowed.map(\.rawValue).sorted(),
                     "pixels": kind.scales.map { scale -> [String: Any] in
                         let size = kind.pixelSize(scale: scale)
