@@ -61,6 +61,7 @@ extension ThumbnailAPI {
                                              "height": thumbnail.height, "format": thumbnail.format.rawValue,
                                              "contentType": thumbnail.format.mediaType, "etag": served.etag]
                 if let token = response.token { object["token"] = token }
+                object["crop"] = Self.cropObject(thumbnail.crop)
                 return .json(200, object, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
             guard tokenHeader.isEmpty else { return HTTPResponse(status: 200, headers: lines + tokenHeader, body: thumbnail.bytes) }

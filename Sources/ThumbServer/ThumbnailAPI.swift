@@ -67,6 +67,8 @@ public final class ThumbnailAPI: Sendable {
             counted(.json(200, ["id": id, "cancelled": withdrawn]))
         case .success(.kinds):
             counted(kinds())
+        case .success(.focus(let call)):
+            counted(focus(call))
         case .success(.health):
             counted(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
                           ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
@@ -84,6 +86,7 @@ public final class ThumbnailAPI: Sendable {
         if path.hasPrefix("/v1/slots/") { return "slots" }
         if path == "/v1/prefetch" || path.hasPrefix("/v1/prefetch/") { return "prefetch" }
         if path == "/v1/kinds" { return "kinds" }
+        if path.hasPrefix(FocusCall.prefix) { return "assets" }
         if path == "/healthz" { return "healthz" }
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
