@@ -175,4 +175,32 @@ struct ServeFocusTests {
         #expect(gone.status == 404 && gone.errorCode == "noFocus", "\(gone.summary)")
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
+
+    /// Without the focus in the pre-render's key and request, the edit's pre-render would be
+    /// stored as "no focus", and the `wait=0` request below would miss (504).
+    @Test("an edited asset keeps its focus, and the watcher's pre-render is cropped around it")
+    func prerenderUsesFocus() throws {
+        var kinds = Self.kinds
+        kinds["focus-avatar"] = ["width": 48, "height": 48, "scales": [3], "mode": "fill", "mask": "circle", "crop": "focus",
+                                 "pregenerate": true]
+        let daemon = try ServeDaemon(config: ServeDaemon.config(kinds: kinds), assets: ["landscape.jpg": Self.assets["landscape.jpg"]!])
+        try daemon.start()
+        try daemon.waitForMetrics("the start-up pre-render") { $0["thumbd_render_seconds_count"] == 1 }
+        let unfocused = try daemon.request("/v1/thumbnails/focus-avatar/landscape.jpg?as=path&wait=0")
+        #expect(unfocused.status == 200, "\(unfocused.summary)")
+        let set = try daemon.request(Self.focusPath("landscape.jpg"), method: "PUT", body: #"{"x": 0.95, "y": 0.5}"#)
+        #expect(set.status == 200, "\(set.summary)")
+
+        // Re-saved: a new version, pre-rendered by the watcher's backlog.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: Self.assets["landscape.jpg"]!))
+        try (bytes + Data([0xFF, 0xD9])).write(to: URL(fileURLWithPath: daemon.assets + "/landscape.jpg"))
+        try daemon.waitForMetrics("the edit's pre-render") { $0["thumbd_render_seconds_count"] == 2 }
+        let kept = try daemon.request(Self.focusPath("landscape.jpg"))
+        #expect(kept.status == 200 && Self.focus(of: kept) == [0.95, 0.5, 0, 0], "the edit kept the focus: \(kept.summary)")
+        let focused = try daemon.request("/v1/thumbnails/focus-avatar/landscape.jpg?as=path&wait=0")
+        #expect(focused.status == 200, "the pre-render was keyed with the focus: \(focused.summary)")
+        #expect(focused.json["etag"] as? String != unfocused.json["etag"] as? String)
+        #expect(try daemon.metrics()["thumbd_render_seconds_count"] == 2, "served what the watcher rendered")
+        #expect(daemon.stop() == 0, "\(daemon.log)")
+    }
 }
