@@ -98,9 +98,11 @@ struct ServeFocusTests {
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("a focus kind's ETag follows the focus (back when it is removed), a centre kind's does not; ?as=path reports the crop")
-    func etagAndCrop() throws {
-        let daemon = try Self.daemon()
+    /// Sandboxed, the focus and the crop cross the worker protocol; in process, they do not.
+    @Test("a focus kind's ETag follows the focus (back when it is removed), a centre kind's does not; ?as=path reports the crop",
+          arguments: [true, false])
+    func etagAndCrop(sandbox: Bool) throws {
+        let daemon = try ServeDaemon(config: ServeDaemon.config(kinds: Self.kinds, extra: ["sandbox": sandbox]), assets: Self.assets)
         try daemon.start()
         let focusKind = "/v1/thumbnails/focus-avatar/landscape.jpg?as=path"
         let centreKind = "/v1/thumbnails/contact-avatar/landscape.jpg?scale=3&as=path"
