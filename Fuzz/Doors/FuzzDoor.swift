@@ -15,6 +15,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case prefetchBody = "prefetch-body"
     /// The body of `POST /v1/placeholders` (and the same text as the GET form's `assets`).
     case placeholdersBody = "placeholders-body"
+    /// The body of `PUT /v1/assets/{path}/focus`.
+    case focusBody = "focus-body"
     /// A line of a jobs file (or a spool job file).
     case jobLine = "job-line"
     /// The fields of a Redis Streams message, one per line: name, value, name, value…
@@ -40,6 +42,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .httpRequest: HTTPDoors.requests(FuzzText.string(bytes))
         case .prefetchBody: HTTPDoors.prefetch(body: bytes)
         case .placeholdersBody: HTTPDoors.placeholders(body: bytes)
+        case .focusBody: HTTPDoors.focus(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
         case .jpeg, .png, .gif, .heif, .webp: ImageDoors.thumbnails(of: bytes)

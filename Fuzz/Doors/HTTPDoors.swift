@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ThumbImaging
 import ThumbPipeline
 import ThumbServer
 
@@ -42,6 +43,21 @@ enum HTTPDoors {
         FuzzServer.withAPI { api in
             answer(HTTPRequest(method: "POST", path: "/v1/placeholders", headers: ["content-type": "application/json"], body: body), by: api)
             answer(HTTPRequest(method: "GET", path: "/v1/placeholders", query: ["assets": cString(text)]), by: api)
+        }
+    }
+
+    /// The parser itself, then the same body through the API (an empty root: the asset is not
+    /// found, after the body was parsed). An accepted focus must be one `FocusRegion` would build
+    /// again from its own values, inside the image.
+    static func focus(body: [UInt8]) {
+        if let focus = try? FocusBody.parse(body) {
+            precondition(FocusRegion(x: focus.x, y: focus.y, width: focus.width, height: focus.height) == focus,
+                         "accepted a focus its own init refuses: \(focus)")
+            precondition(focus.x + focus.width <= 1 && focus.y + focus.height <= 1, "a focus outside the image: \(focus)")
+        }
+        FuzzServer.withAPI { api in
+            answer(HTTPRequest(method: "PUT", path: "/v1/assets/a.jpg/focus", headers: ["content-type": "application/json"], body: body),
+                   by: api)
         }
     }
 

@@ -156,7 +156,7 @@ extension ThumbnailPipeline {
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
                 let encoder = configuration.encoder(for: kind, format: format)
-                let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
+                let key = cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
                 if !disk.contains(key) { missing.append((kind, scale, encoder, key)) }
             }
         }

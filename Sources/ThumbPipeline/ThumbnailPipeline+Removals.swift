@@ -35,6 +35,9 @@ extension ThumbnailPipeline {
             defer { pending.removeAll(keepingCapacity: true) }
             return pending
         }
-        if !paths.isEmpty { disk.removeThumbnails(ofAssets: paths) }
+        if !paths.isEmpty {
+            disk.removeThumbnails(ofAssets: paths)
+            disk.removeFocus(ofAssets: paths)
+        }
     }
 }

@@ -75,10 +75,10 @@ extension ThumbnailPipeline {
     /// Keys what was rendered by the version that was read, and stores it in both caches.
     func store(_ thumbnail: Thumbnail, of asset: AssetVersion, for job: RenderJob) -> CachedThumbnail {
         let key = asset == job.asset ? job.key
-            : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder)
+            : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder, focus: job.request.focus)
         var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
                                      filePath: disk.filePath(for: key, format: thumbnail.format),
-                                     format: thumbnail.format, width: thumbnail.width, height: thumbnail.height)
+                                     format: thumbnail.format, width: thumbnail.width, height: thumbnail.height, crop: thumbnail.crop)
         // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
         // can and logs the episode) still lets this answer go out, from memory, marked unstored.
         cached.isStored = (try? disk.insert(cached)) != nil

@@ -109,7 +109,7 @@ extension ThumbnailPipeline {
                 found = try assets.resolve(request.assetPath)
             }
             resolved = found
-            let candidate = CacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: encoder)
+            let candidate = cacheKey(asset: found.version, kind: request.kind, scale: request.scale, encoder: encoder)
             key = candidate
             // A memory hit first: it proves the version decodes, and costs no index query.
             var hit = memory.thumbnail(for: candidate)
@@ -149,7 +149,7 @@ extension ThumbnailPipeline {
         else { return false }
         if disk.failure(for: resolved.version) != nil { return false }
         let encoder = configuration.encoder(for: kind, format: format)
-        let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
+        let key = cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
         if disk.contains(key) { return true }
         return state.withLock { state in
             guard !state.shuttingDown else { return false }
@@ -166,7 +166,7 @@ extension ThumbnailPipeline {
     /// Whether the disk cache holds this thumbnail for the asset's current version (no render, no read).
     public func isCached(assetPath: String, kind: SlotKind, scale: Int, format: EncoderSettings.Format? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
-        return disk.contains(CacheKey(asset: resolved.version, kind: kind, scale: scale,
+        return disk.contains(cacheKey(asset: resolved.version, kind: kind, scale: scale,
                                       encoder: configuration.encoder(for: kind, format: format)))
     }
 
@@ -188,7 +188,7 @@ extension ThumbnailPipeline {
                 kind: SlotKind, scale: Int, encoder: EncoderSettings, parks: Bool, in state: inout PipelineState) -> Bool {
         let attachment = state.jobs.attach(waiter, key: key, parks: parks && configuration.flingDebounceSeconds > 0) { generation in
             RenderJob(key: key, asset: resolved.version, absolutePath: resolved.absolutePath,
-                      request: ThumbnailRequest(kind: kind, scale: scale, encoder: encoder), generation: generation)
+                      request: ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, focus: key.focus), generation: generation)
         }
         switch attachment {
         case .refused:

@@ -31,9 +31,11 @@ extension ThumbnailPipeline {
             pregenerate(path)
         case .removed(let path):
             invalidate(assetPath: path)
+            disk.removeFocus(ofAssets: [path])
         case .removedFolder(let folder):
             // The folder's rows only (a range of the index), dropped in one transaction.
             for path in disk.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
+            disk.removeFocus(under: folder)
         case .rescan:
             reconcileInBackground()
         }
@@ -94,6 +96,7 @@ extension ThumbnailPipeline {
                 gone(head)
                 indexed.advance()
             }
+            forgetFocusOfGoneAssets(isUncertain: isUncertain)
         }
         enqueuePrerenders(queued, changed: false)
         progress(checked)
@@ -118,7 +121,7 @@ extension ThumbnailPipeline {
         guard !configuration.pregenerated.isEmpty, disk.failure(for: version) == nil else { return false }
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
-                let key = CacheKey(asset: version, kind: kind, scale: scale, encoder: configuration.encoder(for: kind, format: format))
+                let key = cacheKey(asset: version, kind: kind, scale: scale, encoder: configuration.encoder(for: kind, format: format))
                 if !disk.contains(key) { return true }
             }
         }

@@ -29,6 +29,8 @@ public enum APIRequest: Sendable {
     case cancelPrefetch(id: String)
     case placeholders(PlaceholdersCall)
     case kinds
+    /// `GET`, `PUT` or `DELETE /v1/assets/{path}/focus`.
+    case focus(FocusCall)
     case health
     /// `GET /readyz`: 200 once the start-up reconciles are done, 503 until then.
     case ready
@@ -93,6 +95,7 @@ public enum APIRequest: Sendable {
         case ("POST", "placeholders"):
             return .placeholders(try PlaceholdersCall.parse(body: request.body))
         case ("GET", "kinds"): return .kinds
+        case ("GET", "assets"), ("PUT", "assets"), ("DELETE", "assets"): return .focus(try FocusCall.parse(request, method: method))
         case ("GET", "healthz"): return .health
         case ("GET", "readyz"): return .ready
         case ("GET", "metrics"): return .metrics

@@ -67,6 +67,7 @@ extension ThumbnailAPI {
                                              "contentType": thumbnail.format.mediaType, "etag": served.etag]
                 if let token = response.token { object["token"] = token }
                 if let known = placeholder(thumbnail) { object["placeholder"] = placeholderObject(known) }
+                object["crop"] = Self.cropObject(thumbnail.crop)
                 return .json(200, object, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
             guard tokenHeader.isEmpty else { return HTTPResponse(status: 200, headers: lines + tokenHeader, body: thumbnail.bytes) }

@@ -69,6 +69,8 @@ public final class ThumbnailAPI: Sendable {
             counted(placeholders(call))
         case .success(.kinds):
             counted(kinds())
+        case .success(.focus(let call)):
+            counted(focus(call))
         case .success(.health):
             counted(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
                           ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
@@ -87,6 +89,7 @@ public final class ThumbnailAPI: Sendable {
         if path == "/v1/prefetch" || path.hasPrefix("/v1/prefetch/") { return "prefetch" }
         if path == "/v1/kinds" { return "kinds" }
         if path == "/v1/placeholders" { return "placeholders" }
+        if path.hasPrefix(FocusCall.prefix) { return "assets" }
         if path == "/healthz" { return "healthz" }
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
@@ -120,7 +123,7 @@ public final class ThumbnailAPI: Sendable {
             case .cornerRadius(let radius): "radius \(radius)"
             }
             return ["name": name, "widthPoints": kind.widthPoints, "heightPoints": kind.heightPoints,
-                    "mode": kind.mode.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
+                    "mode": kind.mode.rawValue, "crop": kind.effectiveCrop.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
                     "format": formats.preferred.rawValue, "formats": formats.allowed.map(\.rawValue).sorted(),
                     "pixels": kind.scales.map { scale -> [String: Any] in
                         let size = kind.pixelSize(scale: scale)

@@ -103,7 +103,7 @@ struct ServeStartupFailure: Error, CustomStringConvertible {
             let hex = String(index, radix: 16)
             let digest = "ab" + String(repeating: "0", count: 30 - hex.count) + hex
             let relative = "ab/\(digest).jpg"
-            statements.append("INSERT INTO entries VALUES ('\(digest)', 'd', 'a\(index).jpg', '\(relative)', 5, 'jpeg', 1, 1, \(index))")
+            statements.append("INSERT INTO entries VALUES ('\(digest)', 'd', 'a\(index).jpg', '\(relative)', 5, 'jpeg', 1, 1, \(index), NULL)")
             if index % 10 == 0 { continue }
             try Data(repeating: 1, count: 5).write(to: URL(fileURLWithPath: cache.directory + "/" + relative))
             expected[relative] = 5

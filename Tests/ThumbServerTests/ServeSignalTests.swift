@@ -147,6 +147,8 @@ struct ServeExitTests {
         BadConfig(text: #"{"assets": "assets", "kinds": {}, "limits": {"maxPixels": 0}}"#, key: "limits.maxPixels"),
         BadConfig(text: #"{"assets": "assets", "kinds": {}, "server": {"listen": "0.0.0.0:80"}}"#, key: "server.listen"),
         BadConfig(text: #"{"assets": "assets"}"#, key: "kinds"),
+        BadConfig(text: #"{"assets": "assets", "kinds": {"a": {"width": 4, "height": 4, "mode": "fill", "crop": "face"}}}"#,
+                  key: "kinds.a.crop"),
     ]
 
     /// Starts the daemon and waits for it to give up.

@@ -7,7 +7,7 @@ extension ThumbConfig {
     /// and every scale's output to `maxOutputPixels`.
     static func parseKind(name: String, fields: JSONFields, maxOutputPixels: Int) throws(ConfigError) -> SlotKind {
         try fields.allowOnly(["width", "height", "aspectRatio", "grid", "scales", "mode", "mask", "cornerRadius",
-                              "upscale", "pregenerate", "encoding"])
+                              "upscale", "pregenerate", "encoding", "crop"])
         let maxPoints = SlotBounds.maxPoints
         var kind = SlotKind(name: name, widthPoints: 0, heightPoints: 0)
         if let grid = try fields.fields("grid") {
@@ -66,6 +66,14 @@ extension ThumbConfig {
         if let radius = try fields.number("cornerRadius", in: 0...maxPoints, unit: "points") {
             guard kind.mask == .none else { throw fields.fail("cornerRadius", "cannot be combined with mask 'circle'") }
             kind.mask = .cornerRadius(points: radius)
+        }
+        if let crop = try fields.string("crop") {
+            guard let parsed = SlotKind.CropMode(configText: crop) else {
+                throw fields.fail("crop", "must be 'centre' (or 'center'), 'attention' or 'focus', got '\(DisplayText.truncated(crop, maxBytes: 40))'")
+            }
+            // A fit shows the whole image: a crop mode on it would be silently meaningless.
+            guard parsed == .centre || kind.mode == .fill else { throw fields.fail("crop", "applies to mode 'fill' only") }
+            kind.crop = parsed
         }
         kind.upscale = try fields.bool("upscale") ?? false
         kind.pregenerate = try fields.bool("pregenerate") ?? false

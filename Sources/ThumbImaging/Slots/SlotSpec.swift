@@ -29,7 +29,7 @@ public enum SlotSpec {
     public static let supportedScales = DisplayScale.range
     public static let maxPixelsPerSide = SlotBounds.maxPixelsPerSide
 
-    /// Parses an inline spec: `WxH[@Nx][,fill|fit][,circle|,radius=R][,upscale]`, sizes in points
+    /// Parses an inline spec: `WxH[@Nx][,fill|fit][,circle|,radius=R][,upscale][,crop=centre|attention|focus]`, sizes in points
     /// (plain decimals), each scale's output within `SlotBounds` and `maxOutputPixels`.
     /// The kind's name is the spec itself with commas as dashes (safe in file names).
     /// A pure function of its input: the fuzz target for inline specs drives it directly.
@@ -57,15 +57,21 @@ public enum SlotSpec {
             case "fit": kind.mode = .fit
             case "circle": kind.mask = .circle
             case "upscale": kind.upscale = true
+            case _ where option.hasPrefix("crop="):
+                guard let crop = SlotKind.CropMode(configText: String(option.dropFirst("crop=".count))) else {
+                    throw fail("crop must be crop=centre, crop=attention or crop=focus")
+                }
+                kind.crop = crop
             case _ where option.hasPrefix("radius="):
                 guard let radius = SlotBounds.decimal(option.dropFirst("radius=".count)), radius <= SlotBounds.maxPoints else {
                     throw fail("radius must be a number of points from 0 to \(SlotBounds.maxSidePoints), e.g. radius=8")
                 }
                 kind.mask = .cornerRadius(points: radius)
             default:
-                throw fail("unknown option '\(DisplayText.truncated(option, maxBytes: 40))' (expected fill, fit, circle, radius=N or upscale)")
+                throw fail("unknown option '\(DisplayText.truncated(option, maxBytes: 40))' (expected fill, fit, circle, radius=N, upscale or crop=MODE)")
             }
         }
+        guard kind.crop == .centre || kind.mode == .fill else { throw fail("crop= applies to fill only") }
         try validate(kind, in: text, maxOutputPixels: maxOutputPixels)
         kind.name = ([sizeText] + parts).joined(separator: "-")
         return SlotSelection(kind: kind, scale: scale)

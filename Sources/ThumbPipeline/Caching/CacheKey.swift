@@ -16,14 +16,21 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// 32 hex digits: the cache file's name and the ETag.
     public let digest: String
     public let assetPath: String
+    /// The focus the thumbnail is cropped around: the asset's, for a kind whose crop follows it
+    /// (`SlotKind.cropFollowsFocus`); nil for every other kind, whatever was passed.
+    public let focus: FocusRegion?
 
-    public init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true) {
+    /// `focus`: the asset's focus (nil: none); only a kind whose crop follows it keeps it.
+    public init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true,
+                focus: FocusRegion? = nil) {
         let mask = switch kind.mask {
         case .none: "none"
         case .circle: "circle"
         case .cornerRadius(let points): "radius\(points)"
         }
+        let kept = kind.cropFollowsFocus ? focus : nil
         let geometry = "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
+            + Self.cropPart(kind, focus: kept)
         var encoding = "\(encoder.format.rawValue)|q\(encoder.jpegQuality)|\(encoder.jpegProgressive ? "prog" : "base")|z\(encoder.pngCompressionLevel)"
         // Only the settings of the format written: keys of JPEG and PNG thumbnails stay what
         // they were before WebP and AVIF existed, so an upgrade keeps its cache.
@@ -35,9 +42,26 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         descriptor = "v\(Self.pipelineVersion)|\(asset)|\(geometry)|@\(scale)|\(encoding)|\(appliesOrientation ? "rot" : "norot")"
         digest = Self.digest(of: descriptor)
         assetPath = asset.path
+        self.focus = kept
     }
 
     public var description: String { digest }
+
+    /// Marks the descriptors of thumbnails cropped around a focus (or its absence): setting or
+    /// removing an asset's focus drops its rows whose descriptor has it.
+    static let focusCropMarker = "|crop=focus:"
+
+    /// Nothing for a centred crop (and every `fit`), so that keys from before crop modes stay
+    /// what they were and an upgrade keeps its cache; the mode otherwise, and for `focus` the
+    /// focus itself or "none" (cropped as `attention`, but keyed apart: a focus set later must
+    /// not find it).
+    static func cropPart(_ kind: SlotKind, focus: FocusRegion?) -> String {
+        switch kind.effectiveCrop {
+        case .centre: ""
+        case .attention: "|crop=attention"
+        case .focus: focusCropMarker + (focus?.description ?? "none")
+        }
+    }
 
     /// Two independent 64-bit FNV-1a lanes, each finished with a SplitMix64 mix: a name for a
     /// file, not a security boundary (the index keeps and compares the full descriptor).
@@ -79,12 +103,15 @@ public struct CachedThumbnail: Sendable, Equatable {
     /// Output size, pixels.
     public var width: Int
     public var height: Int
+    /// The part of the displayed source shown, source pixels; nil when not known (an index row
+    /// from before crops were recorded).
+    public var crop: CropRectangle?
 
     /// A strong ETag: the key's digest, quoted.
     public var etag: String { "\"\(key.digest)\"" }
 
     public init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int,
-                isStored: Bool = true) {
+                isStored: Bool = true, crop: CropRectangle? = nil) {
         self.key = key
         self.bytes = bytes
         self.filePath = filePath
@@ -92,12 +119,13 @@ public struct CachedThumbnail: Sendable, Equatable {
         self.format = format
         self.width = width
         self.height = height
+        self.crop = crop
         serving = ServingAttachment()
     }
 
     public static func == (lhs: CachedThumbnail, rhs: CachedThumbnail) -> Bool {
         lhs.key == rhs.key && lhs.bytes == rhs.bytes && lhs.filePath == rhs.filePath && lhs.isStored == rhs.isStored
-            && lhs.format == rhs.format && lhs.width == rhs.width && lhs.height == rhs.height
+            && lhs.format == rhs.format && lhs.width == rhs.width && lhs.height == rhs.height && lhs.crop == rhs.crop
     }
 }
 

@@ -62,6 +62,8 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     var removalTransactions: Int { state.withLock { $0.removalTransactions } }
     /// Digests being written again in the background (`storeInBackground`).
     let restoring = Mutex<Set<String>>([])
+    /// Every asset's focus, mirrored from the index (`DiskCache+Focus.swift`).
+    let focusMemo = FocusMemo()
 
     static let indexName = "index.sqlite"
 
@@ -105,12 +107,15 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         guard Self.isDigest(key.digest) else { return nil }
         // Under the lock: find the row, open the file (the descriptor keeps this version
         // readable even if it is evicted or replaced meanwhile), count the use.
-        let found = state.withLock { (state: inout State) -> (fd: Int32, relative: String, size: Int, format: ImageFormat, width: Int, height: Int)? in
+        let found = state.withLock { (state: inout State) -> (fd: Int32, relative: String, size: Int, format: ImageFormat, width: Int, height: Int,
+                                                               crop: CropRectangle?)? in
             guard let database = state.database else { return nil }
-            var row: (descriptor: String, relative: String, size: Int, format: String, width: Int, height: Int)?
+            var row: (descriptor: String, relative: String, size: Int, format: String, width: Int, height: Int, crop: CropRectangle?)?
             do throws(SQLiteError) {
-                try database.query("SELECT descriptor, file_path, bytes, format, width, height FROM entries WHERE digest = ?",
-                                   [.text(key.digest)]) { row = ($0.text(0), $0.text(1), $0.int(2), $0.text(3), $0.int(4), $0.int(5)) }
+                try database.query("SELECT descriptor, file_path, bytes, format, width, height, crop FROM entries WHERE digest = ?",
+                                   [.text(key.digest)]) {
+                    row = ($0.text(0), $0.text(1), $0.int(2), $0.text(3), $0.int(4), $0.int(5), $0.isNull(6) ? nil : CropRectangle(indexText: $0.text(6)))
+                }
             } catch {
                 recover(from: error, &state)
                 return nil
@@ -133,7 +138,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             }
             state.useCounter += 1
             _ = try? database.execute("UPDATE entries SET last_use = ? WHERE digest = ?", [.integer(state.useCounter), .text(key.digest)])
-            return (fd, row.relative, row.size, format, row.width, row.height)
+            return (fd, row.relative, row.size, format, row.width, row.height, row.crop)
         }
         guard let found else { return nil }
         let bytes = DiskCacheFiles.readAll(found.fd, expectedSize: found.size)
@@ -144,7 +149,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             return nil
         }
         return CachedThumbnail(key: key, bytes: bytes, filePath: directory + "/" + found.relative,
-                               format: found.format, width: found.width, height: found.height)
+                               format: found.format, width: found.width, height: found.height, crop: found.crop)
     }
 
     /// Stores the thumbnail's file and row. A failed write is repaired once (a removed folder
@@ -219,11 +224,12 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
                     try database.execute("""
-                        INSERT OR REPLACE INTO entries (digest, descriptor, asset_path, file_path, bytes, format, width, height, last_use)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT OR REPLACE INTO entries (digest, descriptor, asset_path, file_path, bytes, format, width, height, last_use, crop)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, [.text(key.digest), .text(key.descriptor), .text(key.assetPath), .text(relative),
                               .integer(Int64(thumbnail.bytes.count)), .text(thumbnail.format.rawValue),
-                              .integer(Int64(thumbnail.width)), .integer(Int64(thumbnail.height)), .integer(next.useCounter)])
+                              .integer(Int64(thumbnail.width)), .integer(Int64(thumbnail.height)), .integer(next.useCounter),
+                              thumbnail.crop.map { .text($0.indexText) } ?? .null])
                     if let replaced {
                         next.totalBytes -= replaced.size
                         next.entryCount -= 1

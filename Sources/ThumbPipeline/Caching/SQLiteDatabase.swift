@@ -22,6 +22,7 @@ struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
 /// A value bound to a statement parameter.
 enum SQLiteValue: Sendable, Equatable {
     case integer(Int64)
+    case real(Double)
     case text(String)
     case blob([UInt8])
     case null
@@ -33,6 +34,7 @@ struct SQLiteRow {
 
     func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
     func text(_ column: Int32) -> String {
         guard let pointer = sqlite3_column_text(statement, column) else { return "" }
         let count = Int(sqlite3_column_bytes(statement, column))
@@ -121,6 +123,7 @@ final class SQLiteDatabase {
             let index = Int32(offset + 1)
             let result: Int32 = switch value {
             case .integer(let number): sqlite3_bind_int64(statement, index, number)
+            case .real(let number): sqlite3_bind_double(statement, index, number)
             case .null: sqlite3_bind_null(statement, index)
             case .text(let text):
                 text.utf8CString.withUnsafeBufferPointer { buffer in
