@@ -86,7 +86,9 @@ extension ThumbnailPipeline {
     private func enqueuePlaceholderRender(resolved: (absolutePath: String, version: AssetVersion), kind: SlotKind, scale: Int,
                                           priority: Priority, format: EncoderSettings.Format?) {
         let encoder = configuration.encoder(for: kind, format: format)
-        let key = CacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
+        // The key a request would form (a focus kind's with the asset's focus), so that the
+        // thumbnail this decode stores is one a later request finds.
+        let key = cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
         state.withLock { state in
             // A job of this thumbnail is on its way: its decode computes the placeholder (and a
             // client polling a pending screen adds no waiter each time).
