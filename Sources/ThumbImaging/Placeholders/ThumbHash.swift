@@ -99,9 +99,10 @@ public enum ThumbHash {
         return hash
     }
 
-    /// JavaScript's `Math.round` on the bounded values here (every one lies in 0...63).
+    /// JavaScript's `Math.round` on the bounded values here (every one lies in 0...63); clamped
+    /// rather than trapping should a value ever fall outside Int.
     static func roundHalfUp(_ value: Double) -> Int {
-        Int((value + 0.5).rounded(.down))
+        CheckedConversion.clampedInteger(value + 0.5, rounding: .down, to: Int(Int32.min)...Int(Int32.max))
     }
 
     /// One channel's DCT terms below the triangle `cx * ny < nx * (ny - cy)`: the DC term, the
