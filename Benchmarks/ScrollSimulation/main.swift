@@ -84,6 +84,8 @@ func makePipeline(cancelling: Bool, cache: String) throws -> ThumbnailPipeline {
 }
 
 struct FlingResult {
+    /// The stall probe's worst lateness during the fling.
+    var stallSeconds = 0.0
     var stale = 0
     var requests = 0
     var settleSeconds = 0.0
@@ -95,6 +97,7 @@ struct FlingResult {
     var parked = 0
     var wastedRenders = 0
     var cancelLatencyMax = 0.0
+    var cancelLatencyMean = 0.0
 }
 
 final class FlingLog: Sendable {
@@ -108,8 +111,36 @@ final class FlingLog: Sendable {
     let state = Mutex(State())
 }
 
+/// The machine's own stalls, in the same run: a thread that asks to sleep 1 ms at a time and
+/// records how late it wakes. A render cancelled during such a stall cannot answer sooner, so
+/// the worst cancel latency is read beside it (both are wall times on a shared 2-core machine).
+final class StallProbe: Sendable {
+    private let state = Mutex((running: true, worstLateSeconds: 0.0))
+    private let done = DispatchSemaphore(value: 0)
+
+    init() {
+        Thread { [self] in
+            while state.withLock({ $0.running }) {
+                let start = ContinuousClock.now
+                usleep(1000)
+                let late = (ContinuousClock.now - start - .milliseconds(1)) / .seconds(1)
+                state.withLock { $0.worstLateSeconds = max($0.worstLateSeconds, late) }
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// Stops the probe; its worst lateness, seconds.
+    func stop() -> Double {
+        state.withLock { $0.running = false }
+        done.wait()
+        return state.withLock { $0.worstLateSeconds }
+    }
+}
+
 func fling(_ pipeline: ThumbnailPipeline, assets: [String]) async -> FlingResult {
     let log = FlingLog()
+    let probe = StallProbe()
     let ticks = Int(options.seconds * 1000) / options.intervalMilliseconds
     let clock = ContinuousClock()
     let start = clock.now
@@ -155,11 +186,13 @@ func fling(_ pipeline: ThumbnailPipeline, assets: [String]) async -> FlingResult
         try? await Task.sleep(for: .milliseconds(5))
     }
     let metrics = pipeline.metrics
-    return FlingResult(stale: log.state.withLock { $0.stale }, requests: requests,
+    let stall = probe.stop()
+    return FlingResult(stallSeconds: stall, stale: log.state.withLock { $0.stale }, requests: requests,
                        settleSeconds: max(0, (settled - stop) / .seconds(1)), wastedCPU: metrics.wastedCPUSeconds,
                        renderCPU: metrics.renderCPUSeconds, renders: metrics.renders, dropped: metrics.droppedJobs,
                        aborted: metrics.abortedRenders, parked: metrics.parkedJobs, wastedRenders: metrics.wastedRenders,
-                       cancelLatencyMax: metrics.cancelLatencySecondsMax)
+                       cancelLatencyMax: metrics.cancelLatencySecondsMax,
+                       cancelLatencyMean: metrics.cancelLatencySecondsSum / Double(max(1, metrics.cancelLatencyCount)))
 }
 
 /// The assets the cells show when the scroll stops.
@@ -219,6 +252,8 @@ print(line("cancellation on", withCancel))
 print(line("cancellation off", withoutCancel))
 let wastedRatio = withoutCancel.wastedCPU > 0 ? withCancel.wastedCPU / withoutCancel.wastedCPU : 0
 print(String(format: "wasted work with cancellation: %.1f%% of the no-cancel run's (target <= 10%%)", wastedRatio * 100))
+print(String(format: "cancel latency (cancel to decode stopped): mean %.2f ms, worst %.1f ms (target <= 5); the stall probe's worst lateness meanwhile %.1f ms",
+             withCancel.cancelLatencyMean * 1000, withCancel.cancelLatencyMax * 1000, withCancel.stallSeconds * 1000))
 print(String(format: "settle after the stop: %.0f ms; cold render of %d thumbnails: %.0f ms; ratio %.2f (target <= 2)",
              withCancel.settleSeconds * 1000, options.slots, cold * 1000, withCancel.settleSeconds / cold))
 print(String(format: "cache-hit latency (second pass, %d hits): p50 %.0f µs, p99 %.0f µs",

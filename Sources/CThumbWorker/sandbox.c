@@ -82,12 +82,15 @@ int CThumb_SandboxApply(int socket, const char **step) {
     // many for each AV1 image. clone is allowed only with CLONE_THREAD set: a thread shares the
     // process's memory, descriptors and filter; a new process (fork, vfork, or a clone without
     // CLONE_THREAD) still kills the worker. clone3 passes its flags in memory a filter cannot
-    // read, so it answers ENOSYS and glibc (2.34+) falls back to clone. A thread's name
-    // (prctl PR_SET_NAME, "dav1d-worker") is allowed; every other prctl kills.
+    // read, so it answers ENOSYS and glibc (2.34+) falls back to clone. A thread's own name is
+    // allowed, set (prctl PR_SET_NAME, "dav1d-worker") and read (PR_GET_NAME: a Foundation
+    // Thread reads it as it starts; thumbd builds a new colour profile's transform on one, so
+    // that a cancel need not wait for lcms); every other prctl kills.
     if ((result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
                                    SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_THREAD, (scmp_datum_t)CLONE_THREAD))) < 0
         || (result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0
-        || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)PR_SET_NAME))) < 0)
+        || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)PR_SET_NAME))) < 0
+        || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)PR_GET_NAME))) < 0)
         goto failed;
     // Signals only to itself (abort() raises SIGABRT with tgkill): never to the daemon, which runs
     // as the same user. kill(2) is not allowed at all.

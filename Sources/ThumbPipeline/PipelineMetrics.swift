@@ -25,8 +25,9 @@ public struct PipelineMetrics: Sendable, Equatable {
     /// Thread CPU seconds spent on renders whose every waiter had left, and how many.
     public var wastedCPUSeconds = 0.0
     public var wastedRenders = 0
-    /// Wall seconds from a running job's cancellation to its worker letting go of it (the
-    /// checkpoint latency): sum and worst.
+    /// Wall seconds from a running job's cancellation to its decode stopping (the checkpoint
+    /// latency; a render that finished first is not charged its cache write): count, sum, worst.
+    public var cancelLatencyCount = 0
     public var cancelLatencySecondsSum = 0.0
     public var cancelLatencySecondsMax = 0.0
     /// Wall seconds of each render, for a histogram.

@@ -59,7 +59,8 @@ struct PipelineState {
             metrics.recordRender(seconds: wallSeconds)
             if case .failure(.cancelled) = outcome { metrics.abortedRenders += 1 }
             let waiters = self.jobs.finish(job)
-            if let latency = job.secondsSinceCancel {
+            if let latency = job.cancelLatencySeconds {
+                metrics.cancelLatencyCount += 1
                 metrics.cancelLatencySecondsSum += latency
                 metrics.cancelLatencySecondsMax = max(metrics.cancelLatencySecondsMax, latency)
             }

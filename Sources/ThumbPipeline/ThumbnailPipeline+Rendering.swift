@@ -27,6 +27,7 @@ extension ThumbnailPipeline {
                 hook?()
                 return jobs.allSatisfy(\.isCancelled)
             }
+            for job in jobs { job.noteDecodeStopped() }
             thumbnails = rendered.thumbnails
             keep(rendered.placeholder, of: asset)
         } catch {

@@ -33,7 +33,10 @@ extension ThumbnailPipeline {
                                             tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds,
                                             computesPlaceholder: wantsPlaceholder(of: version),
                                             isCancelled: { jobs.allSatisfy(\.isCancelled) })
-            for job in jobs { job.whenCancelled(nil) }
+            for job in jobs {
+                job.whenCancelled(nil)
+                job.noteDecodeStopped()
+            }
             switch outcome {
             case .rendered(let answer):
                 workerCPUSeconds += answer.cpuSeconds

@@ -15,12 +15,12 @@ extension Thumbnailer {
         guard pixels.width > 0, pixels.height > 0 else { throw .undecodable(reason: "the decoder returned no pixels") }
         let loadedX = frame.storedPixelsPerPixel?.x ?? Double(loader.storedWidth) / Double(pixels.width)
         let loadedY = frame.storedPixelsPerPixel?.y ?? Double(loader.storedHeight) / Double(pixels.height)
+        let transform = try ColorProfileTransform.shared(frame.iccProfile, layout: pixels.channels == 4 ? .rgba : .rgb,
+                                                         isCancelled: isCancelled)
         if let placeholder {
             placeholder.sample(pixels)
             placeholder.orientation = loader.orientation
-            placeholder.colorTransform = frame.iccProfile.flatMap {
-                ColorProfileTransform.shared(profile: $0, layout: pixels.channels == 4 ? .rgba : .rgb)
-            }
+            placeholder.colorTransform = transform
         }
         return outputs.map { output in
             let reductionLeft = output.geometry.reduction / max(loadedX, loadedY)
@@ -31,9 +31,6 @@ extension Thumbnailer {
             }
             let (resampled, crop) = finish(shrinker.output, shrinkFactorX: loadedX * Double(box),
                                            shrinkFactorY: loadedY * Double(box), output: output)
-            let transform = frame.iccProfile.flatMap {
-                ColorProfileTransform.shared(profile: $0, layout: pixels.channels == 4 ? .rgba : .rgb)
-            }
             return DecodedThumbnail(pixels: resampled, storedWidth: loader.storedWidth, storedHeight: loader.storedHeight,
                                     orientation: output.orientation, colorTransform: transform, warning: frame.warning, crop: crop)
         }

@@ -14,7 +14,7 @@ extension Thumbnailer {
         let profile = decoder.iccProfile()
         let inverted = decoder.header.sawAdobeMarker != 0
         let cmykTransform = decoder.isCMYK
-            ? profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: inverted ? .cmykInverted : .cmyk) }
+            ? try ColorProfileTransform.shared(profile, layout: inverted ? .cmykInverted : .cmyk, isCancelled: isCancelled)
             : nil
 
         let scaled = try decoder.start(scaleDenominator: denominator)
@@ -68,7 +68,8 @@ extension Thumbnailer {
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
         placeholder?.orientation = decoder.orientation
-        placeholder?.colorTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
+        let rgbTransform = decoder.isCMYK ? nil : try ColorProfileTransform.shared(profile, layout: .rgb, isCancelled: isCancelled)
+        placeholder?.colorTransform = rgbTransform
         return zip(outputs, sinks).map { output, sink in
             let shrink = Double(denominator * output.boxFactor)
             let (pixels, crop) = switch sink {
@@ -81,7 +82,6 @@ extension Thumbnailer {
                     (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
                 }
             }
-            let rgbTransform = decoder.isCMYK ? nil : profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
                                     skippedScanBytes: decoder.skippedScanBytes, crop: crop)

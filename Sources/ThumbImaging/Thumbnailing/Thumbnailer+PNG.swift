@@ -49,13 +49,11 @@ extension Thumbnailer {
         }
         if isCancelled?() == true { throw .cancelled }
         let warning = decoder.warning
-        placeholder?.colorTransform = profile.flatMap {
-            ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb)
-        }
+        let transform = try ColorProfileTransform.shared(profile, layout: layout.channels == 4 ? .rgba : .rgb, isCancelled: isCancelled)
+        placeholder?.colorTransform = transform
         return zip(outputs, shrinkers).map { output, shrinker in
             let box = Double(output.boxFactor)
             let (pixels, crop) = finish(shrinker.output, shrinkFactorX: box, shrinkFactorY: box, output: output)
-            let transform = profile.flatMap { ColorProfileTransform.shared(profile: $0, layout: layout.channels == 4 ? .rgba : .rgb) }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
                                     orientation: .up, colorTransform: transform, warning: warning, crop: crop)
         }

@@ -17,6 +17,9 @@ final class RenderJob: Sendable {
     private let cancelFlag = Atomic<Bool>(false)
     /// When `cancel` was called, nanoseconds on the monotonic clock (0: not cancelled).
     private let cancelledAt = Atomic<UInt64>(0)
+    /// When the decode stopped (the worker's answer arrived, the in-process render returned),
+    /// nanoseconds on the monotonic clock (0: not yet).
+    private let stoppedAt = Atomic<UInt64>(0)
     /// Run at `cancel` while a worker process renders the job (it passes the cancel on), under
     /// its own lock so that once it is cleared no late cancel can reach the worker's next render.
     private let cancelAction = Mutex<(@Sendable () -> Void)?>(nil)
@@ -44,10 +47,20 @@ final class RenderJob: Sendable {
         }
     }
 
-    /// Seconds since `cancel`, or nil if the job was not cancelled.
-    var secondsSinceCancel: Double? {
+    /// Called once the decode is over, before its thumbnails are stored: what a cancel costs is
+    /// the decode it could not stop, not the cache write of a render that finished first.
+    func noteDecodeStopped() {
+        stoppedAt.store(Self.monotonicNanoseconds(), ordering: .relaxed)
+    }
+
+    /// Seconds from `cancel` until the decode stopped (`noteDecodeStopped`, else now), or nil if
+    /// the job was not cancelled. A cancel that came after the decode stopped counts as 0.
+    var cancelLatencySeconds: Double? {
         let at = cancelledAt.load(ordering: .relaxed)
-        return at == 0 ? nil : Double(Self.monotonicNanoseconds() &- at) / 1e9
+        guard at != 0 else { return nil }
+        let stopped = stoppedAt.load(ordering: .relaxed)
+        let end = stopped == 0 ? Self.monotonicNanoseconds() : stopped
+        return end > at ? Double(end - at) / 1e9 : 0
     }
 
     static func monotonicNanoseconds() -> UInt64 {
