@@ -148,7 +148,8 @@ public struct BatchJob: Sendable, Equatable {
     public static func splitKinds(_ text: String) -> [String] {
         var kinds: [String] = []
         for piece in text.split(separator: ",").map(String.init) {
-            let isOption = ["fill", "fit", "circle", "upscale"].contains(piece) || piece.hasPrefix("radius=")
+            // The options of an inline spec (`SlotSpec`): they stay with the spec they follow.
+            let isOption = ["fill", "fit", "circle", "upscale"].contains(piece) || piece.hasPrefix("radius=") || piece.hasPrefix("crop=")
             if isOption, let last = kinds.last, last.first?.isNumber == true {
                 kinds[kinds.count - 1] = last + "," + piece
             } else {

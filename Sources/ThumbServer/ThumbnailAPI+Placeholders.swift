@@ -1,5 +1,6 @@
 import Foundation
 import ThumbImaging
+import ThumbSystem
 import ThumbPipeline
 
 /// `GET /v1/placeholders?assets=a.jpg,b.jpg` or `POST /v1/placeholders` `{"assets": ["a.jpg", …]}`,
@@ -78,35 +79,15 @@ extension ThumbnailAPI {
                 #"{"averageColor":"\#(placeholder.averageColorHex)","status":"ready","thumbhash":"\#(placeholder.thumbHashBase64)","#
                     + #""version":"\#(version)"}"#
             case .pending: #"{"status":"pending"}"#
-            case .failed(let reason): #"{"message":\#(Self.jsonString(reason)),"status":"failed"}"#
-            case .missing(let reason): #"{"message":\#(Self.jsonString(reason)),"status":"missing"}"#
+            case .failed(let reason): #"{"message":\#(JSONLines.string(reason)),"status":"failed"}"#
+            case .missing(let reason): #"{"message":\#(JSONLines.string(reason)),"status":"missing"}"#
             }
         }
         // Written by hand: JSONSerialization spent three quarters of a 50-asset answer bridging
         // and sorting dictionaries (3.3 ms of it); the same object, keys sorted.
-        let members = answers.keys.sorted().map { "\(Self.jsonString($0)):\(answers[$0] ?? "{}")" }
+        let members = answers.keys.sorted().map { "\(JSONLines.string($0)):\(answers[$0] ?? "{}")" }
         let body = #"{"placeholders":{"# + members.joined(separator: ",") + "}}\n"
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(body.utf8))
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259 §7).
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        out.reserveCapacity(text.utf8.count + 2)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     /// The render an unknown asset's placeholder rides on: the smallest pre-generated kind (the

@@ -7,17 +7,22 @@ public struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
     public var status: Int
     public var code: String
     public var message: String
+    /// The methods the resource takes, for a 405's `Allow` header (RFC 9110 §15.5.6).
+    public var allowedMethods: [String] = []
 
-    public init(_ status: Int, _ code: String, _ message: String) {
+    public init(_ status: Int, _ code: String, _ message: String, allowedMethods: [String] = []) {
         self.status = status
         self.code = code
         self.message = message
+        self.allowedMethods = allowedMethods
     }
 
     static func badRequest(_ message: String) -> APIError { APIError(400, "badRequest", message) }
     static func badQuery(_ message: String) -> APIError { APIError(400, "badQuery", message) }
 
-    public var response: HTTPResponse { .error(status, code, message) }
+    public var response: HTTPResponse {
+        .error(status, code, message, headers: allowedMethods.isEmpty ? [] : [("Allow", allowedMethods.joined(separator: ", "))])
+    }
     public var description: String { "\(status) \(code): \(message)" }
 }
 
@@ -35,6 +40,8 @@ public enum APIRequest: Sendable {
     /// `GET /readyz`: 200 once the start-up reconciles are done, 503 until then.
     case ready
     case metrics
+    /// `GET /v1/openapi.yaml`: the API's contract (docs/openapi.yaml).
+    case openAPI
 
     /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
     public static let maxPrefetchIDBytes = 256
@@ -65,6 +72,12 @@ public enum APIRequest: Sendable {
         let method = request.method == "HEAD" ? "GET" : request.method
         // Split only where a route needs the parts (a thumbnail's path is parsed on its own).
         var segments: [Substring] { request.path.split(separator: "/", omittingEmptySubsequences: false) }
+        let allowed = ThumbnailAPI.allowedMethods(route: route, path: request.path)
+        if route != "other", !allowed.contains(request.method) {
+            throw APIError(405, "methodNotAllowed",
+                           "\(DisplayText.truncated(request.method, maxBytes: 20)) is not allowed on \(DisplayText.truncated(request.path))",
+                           allowedMethods: allowed)
+        }
         switch (method, route) {
         case ("GET", "thumbnails"):
             return .thumbnail(try ThumbnailCall.parse(request, context: context, maxWaitMilliseconds: maxWaitMilliseconds))
@@ -99,11 +112,13 @@ public enum APIRequest: Sendable {
         case ("GET", "healthz"): return .health
         case ("GET", "readyz"): return .ready
         case ("GET", "metrics"): return .metrics
+        case ("GET", "openapi"): return .openAPI
         case (_, "other"):
             throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")
         default:
             throw APIError(405, "methodNotAllowed",
-                           "\(DisplayText.truncated(request.method, maxBytes: 20)) is not allowed on \(DisplayText.truncated(request.path))")
+                           "\(DisplayText.truncated(request.method, maxBytes: 20)) is not allowed on \(DisplayText.truncated(request.path))",
+                           allowedMethods: allowed)
         }
     }
 }

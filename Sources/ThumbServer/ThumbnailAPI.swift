@@ -78,6 +78,8 @@ public final class ThumbnailAPI: Sendable {
             counted(readiness())
         case .success(.metrics):
             counted(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
+        case .success(.openAPI):
+            counted(.text(200, OpenAPIDocument.yaml, contentType: "application/yaml"))
         }
     }
 
@@ -93,7 +95,21 @@ public final class ThumbnailAPI: Sendable {
         if path == "/healthz" { return "healthz" }
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
+        if path == OpenAPIDocument.path { return "openapi" }
         return "other"
+    }
+
+    /// What each route's resource takes (HEAD wherever GET is): a method outside it is 405 with
+    /// this list in `Allow`, checked before the route's own shape.
+    static func allowedMethods(route: String, path: String) -> [String] {
+        switch route {
+        case "thumbnails", "kinds", "healthz", "readyz", "metrics", "openapi": ["GET", "HEAD"]
+        case "slots": ["DELETE"]
+        case "prefetch": path == "/v1/prefetch" ? ["POST"] : ["DELETE"]
+        case "placeholders": ["GET", "HEAD", "POST"]
+        case "assets": ["GET", "HEAD", "PUT", "DELETE"]
+        default: []
+        }
     }
 
     /// `/readyz`: 503 with what is pending (and how far it is) until the cache's files and the

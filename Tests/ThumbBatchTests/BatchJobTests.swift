@@ -12,6 +12,14 @@ import Testing
         #expect(try BatchJob.parse(full.json) == full)
     }
 
+    /// `--kinds` and Redis `kinds` fields: commas separate kinds, except the options of an
+    /// inline spec (`crop=` was split off as a kind of its own: "no such kind crop=attention").
+    @Test func splitsKindsKeepingInlineSpecOptions() {
+        #expect(BatchJob.splitKinds("large,48x48@3x,fill,circle,crop=attention,contact-avatar")
+                == ["large", "48x48@3x,fill,circle,crop=attention", "contact-avatar"])
+        #expect(BatchJob.splitKinds("56x56,fill,radius=8,upscale,crop=focus") == ["56x56,fill,radius=8,upscale,crop=focus"])
+    }
+
     @Test(arguments: [
         ("not json", "not a JSON object"),
         (#"["a"]"#, "not a JSON object"),

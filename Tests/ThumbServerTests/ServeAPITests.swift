@@ -88,6 +88,26 @@ struct ServeAPITests {
         _ = try check("/v1/kinds", method: "POST", body: "{}", 405, "kinds", error: "methodNotAllowed")
         _ = try check("/v1/thumbnails/large/ring.png", method: "PUT", body: "{}", 405, "thumbnails", error: "methodNotAllowed")
         _ = try check("/healthz", method: "DELETE", 405, "healthz", error: "methodNotAllowed")
+        // A 405 names what the resource takes (RFC 9110: Allow), and a method the route's other
+        // shape takes is 405 too, not that shape's 400 (schemathesis found both).
+        func allow(_ path: String, method: String, _ route: String, _ methods: String,
+                   sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let refused = try check(path, method: method, body: "{}", 405, route, error: "methodNotAllowed",
+                                    sourceLocation: sourceLocation)
+            #expect(refused.headers["allow"] == methods, "\(method) \(path): \(refused.summary)", sourceLocation: sourceLocation)
+        }
+        try allow("/v1/kinds", method: "PATCH", "kinds", "GET, HEAD")
+        try allow("/v1/prefetch", method: "DELETE", "prefetch", "POST")
+        try allow("/v1/prefetch/some-id", method: "POST", "prefetch", "DELETE")
+        try allow("/v1/slots/someone/cell-1", method: "GET", "slots", "DELETE")
+        try allow("/v1/placeholders", method: "PUT", "placeholders", "GET, HEAD, POST")
+        try allow("/v1/assets/ring.png/focus", method: "POST", "assets", "GET, HEAD, PUT, DELETE")
+        try allow("/v1/openapi.yaml", method: "DELETE", "openapi", "GET, HEAD")
+        // The contract, as built into the binary: the repository's docs/openapi.yaml.
+        let contract = try check("/v1/openapi.yaml", 200, "openapi")
+        #expect(contract.headers["content-type"] == "application/yaml")
+        let document = try String(contentsOfFile: ServePaths.packageRoot + "/docs/openapi.yaml", encoding: .utf8)
+        #expect(contract.text == document, "GET /v1/openapi.yaml differs from docs/openapi.yaml: run scripts/embed-openapi")
 
         let kinds = try check("/v1/kinds", 200, "kinds")
         let list = try #require(kinds.json["kinds"] as? [[String: Any]], "\(kinds.summary)")

@@ -188,6 +188,9 @@ final class ServeDaemon: @unchecked Sendable {
 
     func signal(_ signal: Int32) { child?.signal(signal) }
 
+    /// The exit code of a daemon that ends by itself (nil: still running after `timeout`).
+    func waitForExit(timeout: Double = 20) -> Int32? { child?.wait(timeout: timeout) }
+
     /// SIGTERM, then the exit code (nil: still running after `timeout`).
     func stop(timeout: Double = 20) -> Int32? {
         child?.signal(SIGTERM)

@@ -1,3 +1,5 @@
+import ThumbSystem
+
 /// How the daemon starts a render worker: which executable (the `thumbd` binary itself with its
 /// internal worker subcommand, or a test worker), and the limits the worker applies to itself.
 public struct WorkerLaunch: Sendable, Equatable {
@@ -24,8 +26,11 @@ public struct WorkerLaunch: Sendable, Equatable {
 
     /// The worker's whole environment. SWIFT_BACKTRACE=enable=no: a trap dies at once instead of
     /// spending seconds in the backtracer (which could not work in the sandbox anyway).
+    /// The daemon's log format goes along, so that a worker's own lines on the shared stderr
+    /// are of the same kind as the daemon's.
     var environment: [String] {
-        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"] + extraEnvironment
+        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"]
+            + (JSONLines.isChosen ? ["\(JSONLines.formatVariable)=json"] : []) + extraEnvironment
     }
 }
 

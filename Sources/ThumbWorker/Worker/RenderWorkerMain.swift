@@ -114,7 +114,9 @@ public enum RenderWorkerMain {
     }
 
     static func log(_ message: String) {
-        let line = Array("thumbd render worker \(getpid()): \(message)\n".utf8)
+        let text = "thumbd render worker \(getpid()): \(message)"
+        // Warning priority: a worker says something only as it gives up.
+        let line = Array((JSONLines.isChosen ? JSONLines.event(priority: 4, level: "warning", message: text) : text + "\n").utf8)
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }

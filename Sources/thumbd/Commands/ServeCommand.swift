@@ -6,11 +6,14 @@ struct ServeCommand: ThumbdCommand {
     static let summary = "run the thumbnail daemon (HTTP on a Unix socket)"
     static let usage = """
         usage: thumbd serve [--config FILE] [--assets DIR] [--cache DIR] [--socket PATH] [--listen HOST:PORT] [--workers N]
+                            [--log-format text|json]
 
         Serves thumbnails of the asset folder over HTTP/1.1 on a Unix socket (and optionally loopback TCP),
         keeps them in a memory + disk cache, pre-renders new assets for the kinds marked "pregenerate",
         and speaks sd_notify (READY, WATCHDOG, STOPPING) under systemd. SIGHUP reloads the kinds;
-        SIGTERM or Ctrl-C stops cleanly. Flags override the config file.
+        SIGTERM or Ctrl-C stops cleanly. Flags override the config file. The log goes to stderr: `text` (default)
+        prefixes each line with its syslog priority <N> for journald; `json` writes one JSON object a line
+        (time, priority, level, message) for a collector outside systemd.
 
         exit status: 0 stopped cleanly; 64 usage; 71 cannot listen; 73 cannot open the cache; 75 another thumbd
         has the cache folder open or answers on the socket (nothing of it is touched); 78 bad config.
@@ -19,7 +22,8 @@ struct ServeCommand: ThumbdCommand {
     var options = Daemon.Options()
 
     init(arguments: [String]) throws(UsageError) {
-        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--assets", "--cache", "--socket", "--listen", "--workers"], flags: [])
+        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--assets", "--cache", "--socket", "--listen", "--workers",
+                                                              "--log-format"], flags: [])
         guard scanner.positionals.isEmpty else { throw UsageError(message: "unexpected argument '\(scanner.positionals[0])'") }
         options.configPath = try scanner.value("--config")
         options.assets = try scanner.value("--assets")
@@ -27,9 +31,18 @@ struct ServeCommand: ThumbdCommand {
         options.socket = try scanner.value("--socket")
         options.listen = try scanner.value("--listen")
         options.workers = try scanner.integer("--workers", in: 1...256)
+        if let name = try scanner.value("--log-format") {
+            guard let format = Log.Format(name: name) else {
+                throw UsageError(message: "--log-format takes text or json, not '\(name)'")
+            }
+            logFormat = format
+        }
     }
 
+    var logFormat = Log.Format.text
+
     func run() -> ExitCode {
+        Log.use(logFormat)
         let status = Daemon(options: options).run()
         return ExitCode(rawValue: status.rawValue) ?? .software
     }

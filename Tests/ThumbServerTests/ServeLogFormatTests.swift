@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+@testable import ThumbServer
+
+/// `thumbd serve --log-format json`: every line on stderr (the daemon's; its render workers get the format too)
+/// is one JSON object with time, priority, level and message; `text` keeps the `<N>` prefix.
+@Suite("thumbd serve: log format")
+struct ServeLogFormatTests {
+    @Test("a JSON line carries the whole message, escaped, and parses back to it")
+    func jsonLineRoundTrip() throws {
+        let message = "a \"quoted\" path\\name,\nnext line\ttab \u{1} bell é"
+        let line = Log.line(.warning, message, format: .json)
+        #expect(line.hasSuffix("}\n") && line.filter { $0 == "\n" }.count == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["message"] as? String == message)
+        #expect(object["priority"] as? Int == 4 && object["level"] as? String == "warning")
+        let time = try #require(object["time"] as? String)
+        #expect(time.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil, "\(time)")
+        #expect(Log.line(.notice, "two\nlines", format: .text) == "<5>two lines\n")
+    }
+
+    @Test("a daemon started with --log-format json writes only JSON lines")
+    func daemonWritesJSONLines() throws {
+        let daemon = try ServeDaemon(assets: ["ring.png": ServePaths.samples + "/p3-color-ring-alpha.png"])
+        // A file that is not an image: the render fails and the daemon logs about it.
+        try Data("not an image at all".utf8).write(to: URL(fileURLWithPath: daemon.assets + "/broken.jpg"))
+        try daemon.start(arguments: ["--config", daemon.configPath, "--log-format", "json"], waitForReady: false)
+        try daemon.waitForLog(#""message":"thumbd serving"#)
+        #expect(try daemon.request("/v1/thumbnails/large/ring.png").status == 200)
+        #expect(try daemon.request("/v1/thumbnails/large/broken.jpg").status == 415)
+        #expect(daemon.stop() == 0, "\(daemon.log)")
+        let lines = daemon.log.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(lines.count >= 3, "\(daemon.log)")
+        var levels: Set<String> = []
+        for line in lines {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object != nil, "not a JSON object: \(line)")
+            guard let object else { continue }
+            #expect(Set(object.keys) == ["time", "priority", "level", "message"], "\(line)")
+            if let level = object["level"] as? String { levels.insert(level) }
+        }
+        #expect(levels.isSubset(of: ["error", "warning", "notice", "info", "debug"]) && levels.contains("notice"), "\(levels)")
+    }
+
+    @Test("an unknown --log-format is a usage error (64), named")
+    func unknownFormatIsUsageError() throws {
+        let daemon = try ServeDaemon()
+        try daemon.start(arguments: ["--config", daemon.configPath, "--log-format", "yaml"], waitForReady: false)
+        #expect(daemon.waitForExit() == 64)
+        #expect(daemon.log.contains("--log-format takes text or json"), "\(daemon.log)")
+    }
+}
