@@ -474,6 +474,102 @@ paths:
         "503":
           $ref: "#/components/responses/ShuttingDown"
 
+  /v1/cache/stats:
+    get:
+      operationId: getCacheStatistics
+      tags: [cache]
+      summary: What the disk and memory caches hold.
+      description: The index's counts (thumbnails, bytes, the budget, distinct assets, placeholders, remembered failures, waiting pre-renders, focus points) and the memory cache's.
+      responses:
+        "200":
+          description: The counts.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [disk, memory]
+                additionalProperties: false
+                properties:
+                  disk:
+                    type: object
+                    required: [entries, bytes, budgetBytes, assets, placeholders, failures, backlog, focusPoints]
+                    additionalProperties: false
+                    properties:
+                      entries: {type: integer, minimum: 0}
+                      bytes: {type: integer, minimum: 0}
+                      budgetBytes: {type: integer, minimum: 0}
+                      assets: {type: integer, minimum: 0}
+                      placeholders: {type: integer, minimum: 0}
+                      failures: {type: integer, minimum: 0}
+                      backlog: {type: integer, minimum: 0}
+                      focusPoints: {type: integer, minimum: 0}
+                  memory:
+                    type: object
+                    required: [entries, bytes]
+                    additionalProperties: false
+                    properties:
+                      entries: {type: integer, minimum: 0}
+                      bytes: {type: integer, minimum: 0}
+        "503":
+          $ref: "#/components/responses/ShuttingDown"
+
+  /v1/cache:
+    delete:
+      operationId: purgeCache
+      tags: [cache]
+      summary: Remove one asset's thumbnails, or those of every asset under a folder.
+      description: |
+        Exactly one of `asset` and `prefix` (both or neither is 400 `badQuery`; so is any other
+        parameter). The asset's (or the folder's assets') thumbnails go from disk and memory,
+        with their placeholders and remembered failures; they are rendered again when asked.
+        Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes after
+        percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the whole
+        asset folder. Removing what is not cached removes nothing (200, zeros).
+      parameters:
+        - name: asset
+          in: query
+          schema:
+            type: string
+            minLength: 1
+            maxLength: 4096
+        - name: prefix
+          in: query
+          schema:
+            type: string
+            minLength: 1
+            maxLength: 4096
+      responses:
+        "200":
+          description: What was removed.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [removed, selection]
+                additionalProperties: false
+                properties:
+                  removed:
+                    type: object
+                    required: [entries, bytes]
+                    additionalProperties: false
+                    properties:
+                      entries: {type: integer, minimum: 0}
+                      bytes: {type: integer, minimum: 0}
+                  selection:
+                    type: object
+                    minProperties: 1
+                    maxProperties: 1
+                    additionalProperties: false
+                    properties:
+                      asset: {type: string}
+                      prefix: {type: string}
+        "400":
+          $ref: "#/components/responses/BadRequest"
+        "414":
+          $ref: "#/components/responses/URITooLong"
+        "503":
+          $ref: "#/components/responses/ShuttingDown"
+
   /healthz:
     get:
       operationId: getHealth

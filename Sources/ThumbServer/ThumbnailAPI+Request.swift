@@ -42,6 +42,10 @@ public enum APIRequest: Sendable {
     case metrics
     /// `GET /v1/openapi.yaml`: the API's contract (docs/openapi.yaml).
     case openAPI
+    /// `GET /v1/cache/stats`.
+    case cacheStatistics
+    /// `DELETE /v1/cache?asset=|prefix=`.
+    case purgeCache(CachePurgeCall)
 
     /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
     public static let maxPrefetchIDBytes = 256
@@ -113,6 +117,8 @@ public enum APIRequest: Sendable {
         case ("GET", "readyz"): return .ready
         case ("GET", "metrics"): return .metrics
         case ("GET", "openapi"): return .openAPI
+        case ("GET", "cache"): return .cacheStatistics
+        case ("DELETE", "cache"): return .purgeCache(try CachePurgeCall.parse(query: request.query))
         case (_, "other"):
             throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")
         default:

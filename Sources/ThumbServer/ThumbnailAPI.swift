@@ -80,6 +80,10 @@ public final class ThumbnailAPI: Sendable {
             counted(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
         case .success(.openAPI):
             counted(.text(200, OpenAPIDocument.yaml, contentType: "application/yaml"))
+        case .success(.cacheStatistics):
+            counted(cacheStatistics())
+        case .success(.purgeCache(let call)):
+            counted(purgeCache(call))
         }
     }
 
@@ -96,6 +100,7 @@ public final class ThumbnailAPI: Sendable {
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
         if path == OpenAPIDocument.path { return "openapi" }
+        if path == "/v1/cache" || path == "/v1/cache/stats" { return "cache" }
         return "other"
     }
 
@@ -108,6 +113,7 @@ public final class ThumbnailAPI: Sendable {
         case "prefetch": path == "/v1/prefetch" ? ["POST"] : ["DELETE"]
         case "placeholders": ["GET", "HEAD", "POST"]
         case "assets": ["GET", "HEAD", "PUT", "DELETE"]
+        case "cache": path == "/v1/cache" ? ["DELETE"] : ["GET", "HEAD"]
         default: []
         }
     }

@@ -44,9 +44,15 @@ final class CacheLock {
 
     deinit { release() }
 
-    /// Drops the lock (closing the descriptor). Idempotent.
+    /// Drops the lock, then closes the descriptor. Idempotent. Unlocked first: a child another
+    /// thread is spawning holds a copy of every descriptor until its exec closes the close-on-exec
+    /// ones, and a lock only closed would live on in that copy meanwhile (a cache reopened at once
+    /// was refused as "in use by another thumbd", this process).
     func release() {
-        if descriptor >= 0 { close(descriptor) }
+        if descriptor >= 0 {
+            _ = flock(descriptor, LOCK_UN)
+            close(descriptor)
+        }
         descriptor = -1
     }
 

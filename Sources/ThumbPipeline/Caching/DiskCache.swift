@@ -255,10 +255,11 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         removeThumbnails(ofAssets: [assetPath])
     }
 
-    /// The thumbnails and failure records of these assets, in one transaction.
-    public func removeThumbnails(ofAssets assetPaths: [String]) {
-        state.withLock { state in
-            guard let database = state.database else { return }
+    /// The thumbnails and failure records of these assets, in one transaction; what went.
+    @discardableResult
+    public func removeThumbnails(ofAssets assetPaths: [String]) -> CachePurge {
+        state.withLock { (state: inout State) -> CachePurge in
+            guard let database = state.database else { return CachePurge() }
             var files: [(relative: String, size: Int)] = []
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
@@ -272,14 +273,20 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                 state.removalTransactions += 1
             } catch {
                 recover(from: error, &state)
-                return
+                return CachePurge()
             }
-            for file in files {
-                reaper.retire(directory + "/" + file.relative)
-                state.totalBytes -= file.size
-                state.entryCount -= 1
-            }
+            return retire(files, of: Set(assetPaths), &state)
         }
+    }
+
+    /// Hands removed rows' files to the reaper and takes them off the totals.
+    private func retire(_ files: [(relative: String, size: Int)], of assetPaths: Set<String>, _ state: inout State) -> CachePurge {
+        for file in files {
+            reaper.retire(directory + "/" + file.relative)
+            state.totalBytes -= file.size
+            state.entryCount -= 1
+        }
+        return CachePurge(entries: files.count, bytes: files.reduce(0) { $0 + $1.size }, assetPaths: assetPaths)
     }
 
     // MARK: - Inspection
@@ -342,9 +349,14 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// folder of 10k files is one commit, not 10k); returns those assets (for the memory cache).
     @discardableResult
     public func removeThumbnails(under folder: String) -> Set<String> {
+        purge(under: folder).assetPaths
+    }
+
+    /// `removeThumbnails(under:)`, saying what went.
+    public func purge(under folder: String) -> CachePurge {
         let (condition, bounds) = Self.rangeCondition(under: folder)
-        return state.withLock { (state: inout State) -> Set<String> in
-            guard let database = state.database else { return [] }
+        return state.withLock { (state: inout State) -> CachePurge in
+            guard let database = state.database else { return CachePurge() }
             var paths: Set<String> = []
             var files: [(relative: String, size: Int)] = []
             do throws(SQLiteError) {
@@ -360,14 +372,9 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                 }
             } catch {
                 recover(from: error, &state)
-                return []
+                return CachePurge()
             }
-            for file in files {
-                reaper.retire(directory + "/" + file.relative)
-                state.totalBytes -= file.size
-                state.entryCount -= 1
-            }
-            return paths
+            return retire(files, of: paths, &state)
         }
     }
 

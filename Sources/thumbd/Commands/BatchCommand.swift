@@ -80,19 +80,12 @@ struct BatchCommand: ThumbdCommand {
     static func splitKinds(_ text: String) -> [String] { BatchJob.splitKinds(text) }
 
     func run() -> ExitCode {
-        let config: ThumbConfig
-        switch ConfigOption.load(configPath) {
-        case .success(let loaded): config = loaded
-        case .failure(let error):
-            Console.error("thumbd: \(error)")
-            return .config
-        }
+        guard let config = ConfigOption.loadReporting(configPath) else { return .config }
         guard let assetRoot = folder ?? assets ?? config.assetRoot else {
             Console.error("thumbd batch: no asset folder: give DIR, --assets or the config's 'assets' key")
             return .usage
         }
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: assetRoot, isDirectory: &isFolder), isFolder.boolValue else {
+        guard ConfigOption.isFolder(assetRoot) else {
             Console.error("thumbd batch: \(assetRoot): no such folder")
             return .noInput
         }

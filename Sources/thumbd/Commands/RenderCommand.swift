@@ -78,13 +78,7 @@ struct RenderCommand: ThumbdCommand {
     }
 
     func run() -> ExitCode {
-        let config: ThumbConfig
-        switch ConfigOption.load(configPath) {
-        case .success(let loaded): config = loaded
-        case .failure(let error):
-            Console.error("thumbd: \(error)")
-            return .config
-        }
+        guard let config = ConfigOption.loadReporting(configPath) else { return .config }
         var encoder = config.encoder
         if let format { encoder.format = format }
         if let quality { (encoder.jpegQuality, encoder.webpQuality, encoder.avifQuality) = (quality, quality, quality) }

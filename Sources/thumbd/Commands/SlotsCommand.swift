@@ -20,13 +20,7 @@ struct SlotsCommand: ThumbdCommand {
     }
 
     func run() -> ExitCode {
-        let config: ThumbConfig
-        switch ConfigOption.load(configPath) {
-        case .success(let loaded): config = loaded
-        case .failure(let error):
-            Console.error("thumbd: \(error)")
-            return .config
-        }
+        guard let config = ConfigOption.loadReporting(configPath) else { return .config }
         for name in config.catalog.kinds.keys.sorted() {
             guard let kind = config.catalog.kinds[name] else { continue }
             let mask = switch kind.mask {

@@ -1,0 +1,26 @@
+import ThumbImaging
+
+/// Cache administration while serving (`GET /v1/cache/stats`, `DELETE /v1/cache`): the disk
+/// purge and the memory cache agree at once. A render of a purged asset that was running stores
+/// its thumbnail afterwards, as if it had been asked after the purge.
+extension ThumbnailPipeline {
+    /// The index's counts, and the memory cache's.
+    public var detailedCacheStatistics: (disk: CacheStatistics, memory: (bytes: Int, entries: Int)) {
+        (disk.detailedStatistics, memory.statistics)
+    }
+
+    /// The thumbnails, placeholder and failure record of the asset at `assetPath` (as the index
+    /// keys it: the path under the asset folder), on disk and in memory.
+    public func purgeCache(asset assetPath: String) -> CachePurge {
+        let purge = disk.removeThumbnails(ofAssets: [assetPath])
+        memory.removeThumbnails(ofAsset: assetPath)
+        return purge
+    }
+
+    /// The same for every asset under `folder`.
+    public func purgeCache(under folder: String) -> CachePurge {
+        let purge = disk.purge(under: folder)
+        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
+        return purge
+    }
+}

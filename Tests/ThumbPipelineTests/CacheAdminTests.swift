@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import ThumbImaging
+@testable import ThumbPipeline
+
+/// `thumbd cache` and `/v1/cache` at the index: counts, purges by asset and folder that say what
+/// they removed, and a verification of a cache whose files and index disagree.
+@Suite struct CacheAdminTests {
+    let fixture = try! DiskCacheFixture()
+
+    @Test("statistics count the index; purges by asset and by folder say what went, and it is gone")
+    func statisticsAndPurges() throws {
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let keys = ["a/x.jpg", "a/y.jpg", "a0/z.jpg", "b/w.jpg"].flatMap { path in
+            [DiskCacheFixture.key(path), DiskCacheFixture.key(path, width: 60)]
+        }
+        for key in keys { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
+        cache.recordFailure(DiskCacheFixture.version("a/broken.jpg"), record: .undecodable, reason: "test")
+        _ = try cache.setFocus(FocusRegion(x: 0.5, y: 0.5)!, ofAsset: "b/w.jpg")
+        var statistics = cache.detailedStatistics
+        #expect(statistics.entries == 8 && statistics.bytes == 800 && statistics.assets == 4, "\(statistics)")
+        #expect(statistics.failures == 1 && statistics.focusPoints == 1 && statistics.budgetBytes == 1 << 30, "\(statistics)")
+
+        let one = cache.removeThumbnails(ofAssets: ["b/w.jpg"])
+        #expect(one == CachePurge(entries: 2, bytes: 200, assetPaths: ["b/w.jpg"]))
+        // The folder "a", not "a0" beside it; its failure record goes too.
+        let folder = cache.purge(under: "a")
+        #expect(folder.entries == 4 && folder.bytes == 400 && folder.assetPaths == ["a/x.jpg", "a/y.jpg", "a/broken.jpg"], "\(folder)")
+        cache.reaper.waitUntilReaped()
+        statistics = cache.detailedStatistics
+        #expect(statistics.entries == 2 && statistics.bytes == 200 && statistics.assets == 1 && statistics.failures == 0, "\(statistics)")
+        #expect(Set(DiskCacheFixture.files(in: fixture.directory).keys) == Set(cache.indexRowsForTesting().keys))
+        #expect(cache.thumbnail(for: DiskCacheFixture.key("a0/z.jpg")) != nil)
+        #expect(cache.thumbnail(for: DiskCacheFixture.key("a/x.jpg")) == nil)
+        #expect(cache.purge(under: "nothing") == CachePurge())
+    }
+
+    @Test("verify on a cache whose files and index disagree: says what it found, mends it, and finds nothing the second time")
+    func verifyMendsDisagreement() throws {
+        let keys = (0..<5).map { DiskCacheFixture.key("v/\($0).jpg") }
+        let stray: String
+        do {
+            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+            for key in keys { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 300)) }
+            cache.close()
+            // Behind the index's back: one file gone, one cut short, one file no row names.
+            let rows = keys.map { cache.filePath(for: $0, format: .jpeg) }
+            try FileManager.default.removeItem(atPath: rows[0])
+            try Data(repeating: 7, count: 10).write(to: URL(fileURLWithPath: rows[1]))
+            stray = (rows[2] as NSString).deletingLastPathComponent + "/0123456789abcdef0123456789abcdef.png"
+            try Data(repeating: 1, count: 77).write(to: URL(fileURLWithPath: stray))
+        }
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30, reconcilesFiles: false)
+        let found = try #require(cache.verify())
+        #expect(found.rowsRemoved == 2, "\(found)")
+        #expect(found.filesRemoved >= 1 && found.fileBytesRemoved >= 77, "\(found)")
+        #expect(found.entries == 3 && found.bytes == 900, "\(found)")
+        #expect(!FileManager.default.fileExists(atPath: stray))
+        for key in keys.dropFirst(2) { #expect(cache.thumbnail(for: key)?.bytes.count == 300) }
+        #expect(cache.thumbnail(for: keys[1]) == nil, "a file of another size is no thumbnail")
+        let again = try #require(cache.verify())
+        #expect(again == CacheVerification(entries: 3, bytes: 900), "\(again)")
+    }
+}
