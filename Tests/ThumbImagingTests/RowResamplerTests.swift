@@ -53,7 +53,7 @@ struct RowResamplerTests {
     ]
 
     @Test("row by row, four outputs at a time: the same floats as the straight algorithm", arguments: 0..<cases.count)
-    func sameFloats(_ index: Int) {
+    func sameFloats(_ index: Int) throws {
         let (name, width, height, region, outputWidth, outputHeight) = Self.cases[index]
         let bytes = Self.rgb(width: width, height: height)
         let expected = Self.reference(bytes, width: width, height: height, region: region,
@@ -79,6 +79,50 @@ struct RowResamplerTests {
         bytes.withUnsafeBufferPointer { shrinker.consume(rows: $0.baseAddress!, count: height, rowStride: width * 3) }
         let whole = Lanczos3.resample(shrinker.output, region: region, outputWidth: outputWidth, outputHeight: outputHeight)
         #expect(whole.pixels == expected, "\(name)")
+
+        // And the frame kept as bytes for an attention crop (half the rows copied in, half
+        // written in place as libjpeg does), then streamed through a fresh resampler.
+        let frame = FrameRows(width: width, height: height)
+        bytes.withUnsafeBufferPointer { frame.consume(rows: $0.baseAddress!, count: height / 2, rowStride: width * 3) }
+        while !frame.isComplete {
+            let first = frame.rowsConsumed
+            _ = try frame.appendRows(maxRows: 5) { destination, room in
+                for offset in 0..<room * width * 3 { destination[offset] = bytes[first * width * 3 + offset] }
+                return room
+            }
+        }
+        #expect(frame.bytes == bytes, "\(name)")
+        let kept = frame.resample(RowResampler(sourceWidth: width, sourceHeight: height, region: region,
+                                               outputWidth: outputWidth, outputHeight: outputHeight))
+        #expect(kept.pixels == expected, "\(name)")
+    }
+
+    @Test("a sampled block shrink averages the lattice it reads; at step 1 it is the exact mean")
+    func sampledBlockShrink() {
+        // 10x10 blocks over a 23x12 frame: partial blocks at the right and bottom edges.
+        let width = 23, height = 12, factor = 10
+        let bytes = Self.rgb(width: width, height: height)
+        for step in [1, 3] {
+            let shrinker = BoxShrinker(sourceWidth: width, sourceHeight: height, channels: 3, factor: factor, sampleStep: step)
+            bytes.withUnsafeBufferPointer { shrinker.consume(rows: $0.baseAddress!, count: height, rowStride: width * 3) }
+            #expect(shrinker.isComplete && shrinker.output.width == 3 && shrinker.output.height == 2)
+            for blockY in 0..<2 {
+                for blockX in 0..<3 {
+                    var sum = SIMD3<Double>.zero, samples = 0.0
+                    for y in stride(from: blockY * factor, to: min(height, blockY * factor + factor), by: step) {
+                        for x in stride(from: blockX * factor, to: min(width, blockX * factor + factor), by: step) {
+                            let at = (y * width + x) * 3
+                            sum += SIMD3(Double(bytes[at]), Double(bytes[at + 1]), Double(bytes[at + 2]))
+                            samples += 1
+                        }
+                    }
+                    let pixel = shrinker.output.pixels[blockY * 3 + blockX]
+                    let mean = sum / samples
+                    #expect(abs(Double(pixel.x) - mean.x) < 1e-3 && abs(Double(pixel.y) - mean.y) < 1e-3
+                            && abs(Double(pixel.z) - mean.z) < 1e-3 && pixel.w == 255, "step \(step) block \(blockX),\(blockY)")
+                }
+            }
+        }
     }
 
     @Test("the JPEG path's large thumbnail of a 12-MP photo holds its output and two rows of floats, not the frame")

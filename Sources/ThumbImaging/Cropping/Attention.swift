@@ -18,13 +18,28 @@ enum Attention {
     /// an image with nothing to prefer, keeps the crop it came with.
     static func place(_ geometry: ThumbnailGeometry, on shrunk: FloatImage, shrinkFactorX: Double, shrinkFactorY: Double,
                       coverage: MaskCoverage) -> ThumbnailGeometry {
-        guard geometry.hasFreedom, shrunk.width > 0, shrunk.height > 0,
+        place(geometry, frameWidth: shrunk.width, frameHeight: shrunk.height, shrinkFactorX: shrinkFactorX,
+              shrinkFactorY: shrinkFactorY, coverage: coverage) { AttentionMap(shrunk, cellPixels: $0) }
+    }
+
+    /// The same on a decoded frame held as bytes.
+    static func place(_ geometry: ThumbnailGeometry, on frame: FrameRows, shrinkFactorX: Double, shrinkFactorY: Double,
+                      coverage: MaskCoverage) -> ThumbnailGeometry {
+        place(geometry, frameWidth: frame.width, frameHeight: frame.height, shrinkFactorX: shrinkFactorX,
+              shrinkFactorY: shrinkFactorY, coverage: coverage) { AttentionMap(frame, cellPixels: $0) }
+    }
+
+    /// `map(cellPixels)` scores the frame (`frameWidth` × `frameHeight`) on a grid of that cell size.
+    private static func place(_ geometry: ThumbnailGeometry, frameWidth: Int, frameHeight: Int, shrinkFactorX: Double,
+                              shrinkFactorY: Double, coverage: MaskCoverage,
+                              map makeMap: (Int) -> AttentionMap) -> ThumbnailGeometry {
+        guard geometry.hasFreedom, frameWidth > 0, frameHeight > 0,
               shrinkFactorX.isFinite, shrinkFactorY.isFinite, shrinkFactorX > 0, shrinkFactorY > 0 else { return geometry }
         let cropWidth = geometry.cropWidth / shrinkFactorX, cropHeight = geometry.cropHeight / shrinkFactorY
         let byCrop = CheckedConversion.clampedInteger(min(cropWidth, cropHeight) / cellsAcrossCrop, rounding: .down,
                                                       to: 1...Int(Int32.max))
-        let byFrame = (max(shrunk.width, shrunk.height) + maxCellsPerSide - 1) / maxCellsPerSide
-        let map = AttentionMap(shrunk, cellPixels: max(byCrop, byFrame))
+        let byFrame = (max(frameWidth, frameHeight) + maxCellsPerSide - 1) / maxCellsPerSide
+        let map = makeMap(max(byCrop, byFrame))
         let cell = Double(map.cellPixels)
         let window = Window(map: map, width: cropWidth / cell, height: cropHeight / cell, coverage: coverage)
         // Offsets in cells: the centred one, every whole cell, and the far end.
@@ -63,40 +78,69 @@ enum Attention {
     }
 
     /// The crop's window over the grid, with the mask's weight of each cell it covers.
-    struct Window {
+    final class Window {
         let map: AttentionMap
         /// Window size, cells (fractional).
         let width: Double
         let height: Double
         let coverage: MaskCoverage
+        /// Each cell's weight under a window, by where the window starts inside its first cell:
+        /// every whole-cell step of the search shares one table (the scan's cost was recomputing
+        /// the mask's coverage, a square root, for every cell of every candidate).
+        private var tables: [SIMD2<Double>: WeightTable] = [:]
+
+        init(map: AttentionMap, width: Double, height: Double, coverage: MaskCoverage) {
+            self.map = map
+            self.width = width
+            self.height = height
+            self.coverage = coverage
+        }
+
+        /// Weights of the cells a window covers, row by row, for a window whose top left lies
+        /// `offset` (0..<1 each) into its first cell; 0 for a cell whose centre it leaves out.
+        struct WeightTable {
+            let columns: Int
+            let rows: Int
+            let weights: [Float]
+        }
+
+        func table(offset: SIMD2<Double>) -> WeightTable {
+            if let table = tables[offset] { return table }
+            let limit = 0...(Attention.maxCellsPerSide + 2)
+            let columns = CheckedConversion.clampedInteger(offset.x + width, rounding: .up, to: limit)
+            let rows = CheckedConversion.clampedInteger(offset.y + height, rounding: .up, to: limit)
+            var weights = [Float](repeating: 0, count: columns * rows)
+            for row in 0..<rows {
+                let v = (Double(row) + 0.5 - offset.y) / height
+                guard v >= 0, v < 1 else { continue }
+                for column in 0..<columns {
+                    let u = (Double(column) + 0.5 - offset.x) / width
+                    guard u >= 0, u < 1 else { continue }
+                    let fromCentre = (2 * u - 1) * (2 * u - 1) + (2 * v - 1) * (2 * v - 1)
+                    weights[row * columns + column] = coverage.weight(u: u, v: v) * Float(1 - Attention.centreBias * fromCentre)
+                }
+            }
+            let table = WeightTable(columns: columns, rows: rows, weights: weights)
+            tables[offset] = table
+            return table
+        }
 
         /// Sum of the scores under the window whose top left is at (`x`, `y`) cells, each
         /// weighted by the mask's coverage at the cell's centre.
         func score(x: Double, y: Double) -> Float {
-            guard width > 0, height > 0 else { return 0 }
-            let firstColumn = max(0, CheckedConversion.clampedInteger(x, rounding: .down, to: 0...map.columns))
-            let endColumn = CheckedConversion.clampedInteger(x + width, rounding: .up, to: 0...map.columns)
-            let firstRow = max(0, CheckedConversion.clampedInteger(y, rounding: .down, to: 0...map.rows))
-            let endRow = CheckedConversion.clampedInteger(y + height, rounding: .up, to: 0...map.rows)
-            guard firstColumn < endColumn, firstRow < endRow else { return 0 }
-            var columnWeights = [Double](repeating: -1, count: endColumn - firstColumn)
-            for column in firstColumn..<endColumn {
-                let u = (Double(column) + 0.5 - x) / width
-                if u >= 0, u < 1 { columnWeights[column - firstColumn] = u }
-            }
+            guard width > 0, height > 0, x >= 0, y >= 0, x.isFinite, y.isFinite else { return 0 }
+            let firstColumn = CheckedConversion.clampedInteger(x, rounding: .down, to: 0...map.columns)
+            let firstRow = CheckedConversion.clampedInteger(y, rounding: .down, to: 0...map.rows)
+            let table = table(offset: SIMD2(x - x.rounded(.down), y - y.rounded(.down)))
+            let columns = min(table.columns, map.columns - firstColumn), rows = min(table.rows, map.rows - firstRow)
+            guard columns > 0, rows > 0 else { return 0 }
             var total: Float = 0
             map.scores.withUnsafeBufferPointer { scores in
-                for row in firstRow..<endRow {
-                    let v = (Double(row) + 0.5 - y) / height
-                    guard v >= 0, v < 1 else { continue }
-                    let base = row * map.columns
-                    for column in firstColumn..<endColumn {
-                        let u = columnWeights[column - firstColumn]
-                        guard u >= 0 else { continue }
-                        let score = scores[base + column]
-                        guard score > 0 else { continue }
-                        let fromCentre = (2 * u - 1) * (2 * u - 1) + (2 * v - 1) * (2 * v - 1)
-                        total += score * coverage.weight(u: u, v: v) * Float(1 - Attention.centreBias * fromCentre)
+                table.weights.withUnsafeBufferPointer { weights in
+                    for row in 0..<rows {
+                        let cells = scores.baseAddress! + (firstRow + row) * map.columns + firstColumn
+                        let weighed = weights.baseAddress! + row * table.columns
+                        for column in 0..<columns { total += cells[column] * weighed[column] }
                     }
                 }
             }

@@ -19,10 +19,32 @@ struct AttentionMap {
     static let skinDirection = SIMD3<Float>(0.78, 0.57, 0.44)
     static let skinThreshold: Float = 0.8
 
+    /// The map of a shrunk frame (premultiplied float pixels).
     init(_ image: FloatImage, cellPixels: Int) {
+        self = image.pixels.withUnsafeBufferPointer { pixels in
+            AttentionMap(width: image.width, height: image.height, hasAlpha: image.hasAlpha, cellPixels: cellPixels) { x, y in
+                pixels[y * image.width + x]
+            }
+        }
+    }
+
+    /// The map of a decoded 8-bit RGB frame (`FrameRows`).
+    init(_ frame: FrameRows, cellPixels: Int) {
+        let stride = frame.rowStride
+        self = frame.bytes.withUnsafeBufferPointer { bytes in
+            AttentionMap(width: frame.width, height: frame.height, hasAlpha: false, cellPixels: cellPixels) { x, y in
+                let at = y * stride + x * FrameRows.channels
+                return SIMD4(Float(bytes[at]), Float(bytes[at + 1]), Float(bytes[at + 2]), 255)
+            }
+        }
+    }
+
+    /// `pixel(x, y)`: premultiplied RGBA, 0...255 a channel.
+    @inline(__always)
+    private init(width: Int, height: Int, hasAlpha: Bool, cellPixels: Int, pixel: (Int, Int) -> SIMD4<Float>) {
         let cell = max(1, cellPixels)
         self.cellPixels = cell
-        let columns = (image.width + cell - 1) / cell, rows = (image.height + cell - 1) / cell
+        let columns = (width + cell - 1) / cell, rows = (height + cell - 1) / cell
         self.columns = columns
         self.rows = rows
         let count = columns * rows
@@ -30,29 +52,27 @@ struct AttentionMap {
         var lumaSquares = [Float](repeating: 0, count: count)
         var samplesPerCell = [Float](repeating: 0, count: count)
         let luma = SIMD4<Float>(0.299, 0.587, 0.114, 0)
-        // Statistics, not pixels, are wanted: at most 8 x 8 samples a cell keep the map's cost a
-        // small fraction of the frame's, whatever the cell size.
-        let step = max(1, cell / 8)
-        image.pixels.withUnsafeBufferPointer { pixels in
-            for y in stride(from: 0, to: image.height, by: step) {
-                let rowBase = (y / cell) * columns
-                let line = pixels.baseAddress! + y * image.width
-                for column in 0..<columns {
-                    var sum = SIMD4<Float>.zero, squares: Float = 0, samples: Float = 0
-                    for x in stride(from: column * cell, to: min(image.width, column * cell + cell), by: step) {
-                        let pixel = line[x]
-                        let brightness = (pixel * luma).sum()
-                        sum += pixel
-                        squares += brightness * brightness
-                        samples += 1
-                    }
-                    colour[rowBase + column] += sum
-                    lumaSquares[rowBase + column] += squares
-                    samplesPerCell[rowBase + column] += samples
+        // Statistics, not pixels, are wanted: 4 to 7 samples along each side of a cell keep the
+        // map's cost a small fraction of the frame's, whatever the cell size (a luma spread is
+        // kept by sparse sampling; every pixel cost a twentieth of an avatar's render).
+        let step = max(1, cell / 4)
+        for y in stride(from: 0, to: height, by: step) {
+            let rowBase = (y / cell) * columns
+            for column in 0..<columns {
+                var sum = SIMD4<Float>.zero, squares: Float = 0, samples: Float = 0
+                for x in stride(from: column * cell, to: min(width, column * cell + cell), by: step) {
+                    let value = pixel(x, y)
+                    let brightness = (value * luma).sum()
+                    sum += value
+                    squares += brightness * brightness
+                    samples += 1
                 }
+                colour[rowBase + column] += sum
+                lumaSquares[rowBase + column] += squares
+                samplesPerCell[rowBase + column] += samples
             }
         }
-        let opaqueAlpha: Float = image.hasAlpha ? 0 : 255
+        let opaqueAlpha: Float = hasAlpha ? 0 : 255
         var meanLuma = [Float](repeating: 0, count: count)
         var scores = [Float](repeating: 0, count: count)
         for index in 0..<count {

@@ -9,19 +9,25 @@ final class BoxShrinker {
     /// Bytes a source pixel: 3 (RGB) or 4 (RGBA, straight alpha: premultiplied while summing).
     let channels: Int
     let factor: Int
+    /// Every `sampleStep`-th row and column of a block is read (1: all of them, an exact mean).
+    let sampleStep: Int
     let outputWidth: Int
     let outputHeight: Int
     private(set) var output: FloatImage
     private var sums: [SIMD4<UInt32>]
     private var rowsInBand = 0
+    private var sampledRowsInBand = 0
     private var outputRow = 0
     private(set) var rowsConsumed = 0
 
-    init(sourceWidth: Int, sourceHeight: Int, channels: Int, factor: Int) {
+    /// `sampleStep` above 1 estimates each block's mean from a sparse lattice of its pixels
+    /// (for a placeholder, whose hash keeps only the lowest frequencies).
+    init(sourceWidth: Int, sourceHeight: Int, channels: Int, factor: Int, sampleStep: Int = 1) {
         self.sourceWidth = sourceWidth
         self.sourceHeight = sourceHeight
         self.channels = channels
         self.factor = max(1, factor)
+        self.sampleStep = min(max(1, sampleStep), self.factor)
         outputWidth = (sourceWidth + self.factor - 1) / self.factor
         outputHeight = (sourceHeight + self.factor - 1) / self.factor
         output = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: channels == 4, zeroed: false)
@@ -40,31 +46,38 @@ final class BoxShrinker {
     private func consume(row: UnsafePointer<UInt8>) {
         if factor == 1 { return copy(row: row) }
         rowsConsumed += 1
+        if rowsInBand % sampleStep == 0 {
+            sampledRowsInBand += 1
+            sum(row: row)
+        }
+        rowsInBand += 1
+        if rowsInBand == factor || rowsConsumed == sourceHeight { emitBand() }
+    }
+
+    private func sum(row: UnsafePointer<UInt8>) {
+        let step = sampleStep
         sums.withUnsafeMutableBufferPointer { sums in
-            var source = row
-            var x = 0
             for block in 0..<outputWidth {
+                var x = block * factor
                 let end = min(x + factor, sourceWidth)
                 var sum = SIMD4<UInt32>.zero
                 if channels == 3 {
                     while x < end {
+                        let source = row + x * 3
                         sum &+= SIMD4(UInt32(source[0]), UInt32(source[1]), UInt32(source[2]), 0)
-                        source += 3
-                        x += 1
+                        x += step
                     }
                 } else {
                     while x < end {
+                        let source = row + x * 4
                         let alpha = UInt32(source[3])
                         sum &+= SIMD4(UInt32(source[0]) &* alpha, UInt32(source[1]) &* alpha, UInt32(source[2]) &* alpha, alpha)
-                        source += 4
-                        x += 1
+                        x += step
                     }
                 }
                 sums[block] &+= sum
             }
         }
-        rowsInBand += 1
-        if rowsInBand == factor || rowsConsumed == sourceHeight { emitBand() }
     }
 
     /// Factor 1: no block to sum, just widen (and premultiply) straight into the output row.
@@ -89,9 +102,11 @@ final class BoxShrinker {
     }
 
     private func emitBand() {
-        let blockHeight = Float(rowsInBand)
-        let lastBlockWidth = Float(sourceWidth - (outputWidth - 1) * factor)
-        let fullBlockWidth = Float(factor)
+        // Samples a block row holds: ceil(width / step).
+        func samples(_ width: Int) -> Float { Float((width + sampleStep - 1) / sampleStep) }
+        let blockHeight = Float(sampledRowsInBand)
+        let lastBlockWidth = samples(sourceWidth - (outputWidth - 1) * factor)
+        let fullBlockWidth = samples(factor)
         // Premultiplied sums carry alpha × colour (0...255²): one more 1/255 for the colour lanes.
         let lanes: SIMD4<Float> = channels == 4 ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(1, 1, 1, 0)
         let opaque: SIMD4<Float> = channels == 4 ? .zero : SIMD4(0, 0, 0, 255)
@@ -106,6 +121,7 @@ final class BoxShrinker {
             }
         }
         rowsInBand = 0
+        sampledRowsInBand = 0
         outputRow += 1
     }
 }

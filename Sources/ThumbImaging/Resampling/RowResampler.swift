@@ -69,10 +69,14 @@ final class RowResampler {
         let first = vertical.first, count = vertical.count
         while firstOpenRow < outputHeight && Int(first[firstOpenRow] + count[firstOpenRow]) <= row { firstOpenRow += 1 }
         guard firstOpenRow < outputHeight && Int(first[firstOpenRow]) <= row else { return } // a row no tap reads
-        let firstColumn = columns.lowerBound
+        // Only the columns some tap reads are widened: a row handed over whole (the frame of a
+        // placeholder or an attention crop) costs what a cropped one does.
+        let firstColumn = max(columns.lowerBound, columnsRead.lowerBound)
+        let endColumn = min(columns.upperBound, columnsRead.upperBound)
+        let read = source + (firstColumn - columns.lowerBound) * 3
         widened.withUnsafeMutableBufferPointer { widened in
-            for x in 0..<columns.count {
-                widened[x] = SIMD4(Float(source[x * 3]), Float(source[x * 3 + 1]), Float(source[x * 3 + 2]), 255)
+            for x in 0..<max(0, endColumn - firstColumn) {
+                widened[x] = SIMD4(Float(read[x * 3]), Float(read[x * 3 + 1]), Float(read[x * 3 + 2]), 255)
             }
             resampled.withUnsafeMutableBufferPointer { resampled in
                 Lanczos3.horizontalRow(UnsafePointer(widened.baseAddress!), firstColumn: firstColumn, taps: horizontal,

@@ -43,4 +43,17 @@ extension Thumbnailer {
         let pixels = finish(shrunk, shrinkFactorX: shrinkFactorX, shrinkFactorY: shrinkFactorY, geometry: geometry)
         return (pixels, geometry.displayedCrop(for: output.orientation))
     }
+
+    /// The same for a JPEG frame held as bytes (`JPEGRowSink.frame`), decoded at 1/`shrink`:
+    /// the crop is placed, then only its columns go through the row-streamed Lanczos step.
+    func finish(_ frame: FrameRows, shrink: Double, output: OutputPlan) -> (pixels: PixelBuffer, crop: CropRectangle) {
+        var geometry = output.geometry
+        if let coverage = output.attention {
+            geometry = Attention.place(geometry, on: frame, shrinkFactorX: shrink, shrinkFactorY: shrink, coverage: coverage)
+        }
+        let resampler = RowResampler(sourceWidth: frame.width, sourceHeight: frame.height,
+                                     region: Lanczos3.Region(geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
+                                     outputWidth: geometry.outputWidth, outputHeight: geometry.outputHeight)
+        return (frame.resample(resampler).pixelBuffer(), geometry.displayedCrop(for: output.orientation))
+    }
 }

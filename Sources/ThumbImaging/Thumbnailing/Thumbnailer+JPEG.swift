@@ -23,11 +23,7 @@ extension Thumbnailer {
                 return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
             }
             let shrink = Double(denominator)
-            if output.attention != nil {
-                let overscan = Overscan(output.geometry, shrink: shrink)
-                return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height, region: overscan.region,
-                                              outputWidth: overscan.columns, outputHeight: overscan.rows))
-            }
+            if output.attention != nil { return .frame(FrameRows(width: scaled.width, height: scaled.height)) }
             return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
@@ -40,8 +36,22 @@ extension Thumbnailer {
         let rowStride = rowWidth * scaled.components
         var rows = [UInt8](repeating: 0, count: rowStride * batchRows)
         var rgbRows = [UInt8](repeating: 0, count: decoder.isCMYK ? rowWidth * 3 * batchRows : 0)
+        // An RGB decode that keeps a whole frame writes its rows there; the other sinks read them back.
+        let direct = scaled.components == FrameRows.channels ? fed.lazy.compactMap(\.frame).first : nil
+        let others = fed.filter { $0.frame == nil || $0.frame !== direct }
         while true {
             if isCancelled?() == true { throw .cancelled }
+            if let direct {
+                let first = direct.rowsConsumed
+                let count = try direct.appendRows(maxRows: batchRows) { (destination, room) throws(ImagingError) -> Int in
+                    try decoder.readRows(into: destination, rowStride: rowStride, maxRows: room)
+                }
+                if count == 0 { break }
+                direct.withRows(first..<(first + count)) { rows in
+                    for sink in others { sink.consume(rows: rows, count: count, rowStride: rowStride) }
+                }
+                continue
+            }
             let count = try rows.withUnsafeMutableBufferPointer { (buffer) throws(ImagingError) -> Int in
                 try decoder.readRows(into: buffer.baseAddress!, rowStride: rowStride, maxRows: batchRows)
             }
@@ -75,12 +85,9 @@ extension Thumbnailer {
             let (pixels, crop) = switch sink {
             case let .shrink(shrinker): finish(shrinker.output, shrinkFactorX: shrink, shrinkFactorY: shrink, output: output)
             case let .resample(resampler):
-                if let coverage = output.attention {
-                    Overscan(output.geometry, shrink: Double(denominator)).finish(resampler.finish(), coverage: coverage,
-                                                                                 orientation: output.orientation)
-                } else {
-                    (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
-                }
+                (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
+            case let .frame(frame):
+                finish(frame, shrink: shrink, output: output)
             }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
@@ -123,18 +130,26 @@ extension Thumbnailer {
 enum JPEGRowSink {
     case shrink(BoxShrinker)
     case resample(RowResampler)
+    /// Kept whole until an attention crop is placed on it (Lanczos then reads the crop's columns).
+    case frame(FrameRows)
 
     func consume(rows: UnsafePointer<UInt8>, count: Int, rowStride: Int) {
         switch self {
         case let .shrink(shrinker): shrinker.consume(rows: rows, count: count, rowStride: rowStride)
         case let .resample(resampler): resampler.consume(rows: rows, count: count, rowStride: rowStride)
+        case let .frame(frame): frame.consume(rows: rows, count: count, rowStride: rowStride)
         }
+    }
+
+    var frame: FrameRows? {
+        if case let .frame(frame) = self { frame } else { nil }
     }
 
     var isComplete: Bool {
         switch self {
         case let .shrink(shrinker): shrinker.isComplete
         case let .resample(resampler): resampler.isComplete
+        case let .frame(frame): frame.isComplete
         }
     }
 }
