@@ -20,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "CWebP", path: "Sources/CWebP", pkgConfig: "libwebp"),
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CHeif", path: "Sources/CHeif", pkgConfig: "libheif"),
+        .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
@@ -35,7 +36,7 @@ let package = Package(
         .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
         .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "CHiredis"]),
         .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],

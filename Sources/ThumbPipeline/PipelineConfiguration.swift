@@ -35,8 +35,12 @@ public struct PipelineConfiguration: Sendable {
     public var flingDebounceSeconds: Double = 0.017
     /// Off only to measure what cancellation saves (the scroll benchmark's baseline).
     public var cancelsAbandonedWork = true
-    /// Where cache and watcher episodes are reported (once each, never per request).
+    /// Where cache and watcher episodes are reported (once each, never per request), and
+    /// renders when `logsRenders`.
     public var log = PipelineLog.standardError
+    /// Each finished render (not a hit, not a cancelled one) is an info event with its asset,
+    /// kind, waiting clients and outcome (`LogFields`): the daemon's journal entries.
+    public var logsRenders = false
     /// How often the watcher looks for an asset root that went away, seconds.
     public var rootPollSeconds: Double = 2
     /// The render worker processes that decode (one per render thread), sandboxed; nil decodes

@@ -21,15 +21,21 @@ public struct PipelineLog: Sendable {
         }
     }
 
-    private let sink: @Sendable (Level, String) -> Void
+    private let sink: @Sendable (Level, String, LogFields) -> Void
 
-    public init(_ sink: @escaping @Sendable (Level, String) -> Void) {
+    /// A sink that keeps the events' fields (the daemon's journal and JSON lines).
+    public init(fields sink: @escaping @Sendable (Level, String, LogFields) -> Void) {
         self.sink = sink
     }
 
-    public func warning(_ message: String) { sink(.warning, message) }
-    public func notice(_ message: String) { sink(.notice, message) }
-    public func info(_ message: String) { sink(.info, message) }
+    /// A sink of messages only.
+    public init(_ sink: @escaping @Sendable (Level, String) -> Void) {
+        self.sink = { level, message, _ in sink(level, message) }
+    }
+
+    public func warning(_ message: String, _ fields: LogFields = LogFields()) { sink(.warning, message, fields) }
+    public func notice(_ message: String, _ fields: LogFields = LogFields()) { sink(.notice, message, fields) }
+    public func info(_ message: String, _ fields: LogFields = LogFields()) { sink(.info, message, fields) }
 
     /// "thumbd: warning: …" lines on stderr.
     public static let standardError = PipelineLog { level, message in
@@ -44,6 +50,38 @@ public struct PipelineLog: Sendable {
 
     /// Nothing (benchmarks).
     public static let discard = PipelineLog { _, _ in }
+}
+
+/// What an event is about, for filtering a log by it: journald fields (`THUMBD_ASSET=` …, see
+/// `journalFields`), keys of a JSON line. Empty fields are left out.
+public struct LogFields: Sendable, Equatable {
+    /// The asset's path below the asset root.
+    public var asset: String?
+    /// The kind and scale rendered, "contact-avatar@3x".
+    public var kind: String?
+    /// The clients (a slot's `client`) whose requests waited for it, comma-separated.
+    public var client: String?
+    /// What happened, one word: `rendered`, `render-failed`.
+    public var event: String?
+
+    public init(asset: String? = nil, kind: String? = nil, client: String? = nil, event: String? = nil) {
+        self.asset = asset
+        self.kind = kind
+        self.client = client
+        self.event = event
+    }
+
+    /// (journal field, value) pairs: THUMBD_ASSET, THUMBD_KIND, THUMBD_CLIENT, THUMBD_EVENT.
+    public var journalFields: [(String, String)] {
+        [("THUMBD_ASSET", asset), ("THUMBD_KIND", kind), ("THUMBD_CLIENT", client), ("THUMBD_EVENT", event)]
+            .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
+    }
+
+    /// (JSON key, value) pairs: asset, kind, client, event.
+    public var jsonMembers: [(String, String)] {
+        [("asset", asset), ("kind", kind), ("client", client), ("event", event)]
+            .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
+    }
 }
 
 extension String {

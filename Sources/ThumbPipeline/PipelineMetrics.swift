@@ -11,6 +11,8 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var cancelled = 0
     public var overloaded = 0
     public var failures = 0
+    /// `failures` by the failure's code (`FailureDisposition.code`: undecodable, tooLarge, …).
+    public var failuresByCode: [String: Int] = [:]
     public var negativeHits = 0
     public var watcherEvents = 0
     public var renders = 0
@@ -55,6 +57,8 @@ public struct PipelineMetrics: Sendable, Equatable {
     /// Watches refused by the kernel's limit, retries included, and rescans of unwatched folders.
     public var watchFailures = 0
     public var missedFolderRescans = 0
+    /// Overflows of the folder watcher's inotify queue (events lost, the root rescanned).
+    public var watcherQueueOverflows = 0
 
     /// Memory hits answered from a version the folder watcher vouches for (no syscall), and
     /// requests that resolved their asset (open, `openat2`, `fstat`); the gauge: assets vouched for.

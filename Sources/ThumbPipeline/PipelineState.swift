@@ -50,9 +50,12 @@ struct PipelineState {
     }
 
     /// A worker is done with a group of jobs (one decode): counts the renders (CPU shared evenly,
-    /// `cpuSecondsEach`) and answers every waiter of each job with its outcome.
+    /// `cpuSecondsEach`) and answers every waiter of each job with its outcome. Returns, per job,
+    /// the clients (of slots) that were waiting for it.
+    @discardableResult
     mutating func finish(_ jobs: [RenderJob], outcomes: [Result<CachedThumbnail, ThumbFailure>],
-                         cpuSecondsEach: Double, wallSeconds: Double, into answers: inout Answers) {
+                         cpuSecondsEach: Double, wallSeconds: Double, into answers: inout Answers) -> [[String]] {
+        var clients: [[String]] = []
         for (job, outcome) in zip(jobs, outcomes) {
             metrics.renders += 1
             metrics.renderCPUSeconds += cpuSecondsEach
@@ -68,12 +71,19 @@ struct PipelineState {
                 metrics.wastedCPUSeconds += cpuSecondsEach
                 metrics.wastedRenders += 1
             }
-            if case .failure(let error) = outcome, error != .cancelled { metrics.failures += 1 }
+            if case .failure(let error) = outcome, error != .cancelled {
+                metrics.failures += 1
+                metrics.failuresByCode[error.disposition.code, default: 0] += 1
+            }
+            var waiting: [String] = []
             for waiter in waiters {
+                if let client = waiter.slot?.client, !waiting.contains(client) { waiting.append(client) }
                 if let slot = waiter.slot { slots.clearLiveWaiter(of: slot, waiterID: waiter.id) }
                 answer(waiter.completion, slot: waiter.slot, claim: waiter.claim, token: waiter.token, outcome, into: &answers)
             }
+            clients.append(waiting)
         }
+        return clients
     }
 
     /// Shutdown: queued jobs leave, their waiters are answered `shuttingDown`. False when the

@@ -23,4 +23,12 @@ extension ThumbnailPipeline {
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
     }
+
+    /// Every thumbnail of `kind` (all scales and encodings), on disk and in memory (where the
+    /// assets it touched lose all their thumbnails: memory refills from disk on the next hit).
+    public func purgeCache(kind: SlotKind) -> CachePurge {
+        let purge = disk.purge(kindMarker: CacheKey.kindMarker(kind))
+        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
+        return purge
+    }
 }

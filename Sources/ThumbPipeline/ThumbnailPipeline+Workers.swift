@@ -59,11 +59,35 @@ extension ThumbnailPipeline {
         let (outcomes, workerCPUSeconds) = if let supervisor { renderInWorker(jobs, supervisor) } else { (render(jobs), 0.0) }
         let cpuSeconds = (Self.threadCPUSeconds() - cpuStart + workerCPUSeconds) / Double(jobs.count)
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
-        locked { state, answers in
+        let clients = locked { state, answers in
             state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers)
         }
+        if configuration.logsRenders { logRenders(jobs, outcomes: outcomes, clients: clients, wallSeconds: wallSeconds) }
         // The queue has room again: the backlog may send more.
         kickBacklog()
+    }
+
+    /// One event per render, outside the lock: `rendered` (info) or `render-failed` (notice);
+    /// a cancelled render is no event (its slot moved on).
+    func logRenders(_ jobs: [RenderJob], outcomes: [Result<CachedThumbnail, ThumbFailure>], clients: [[String]], wallSeconds: Double) {
+        let milliseconds = Int((min(max(wallSeconds, 0), 1e6) * 1000).rounded())
+        for (index, (job, outcome)) in zip(jobs, outcomes).enumerated() {
+            let kind = "\(job.request.kind.name)@\(job.request.scale)x"
+            let waiting = index < clients.count ? clients[index] : []
+            var fields = LogFields(asset: job.asset.path, kind: kind, client: waiting.isEmpty ? nil : waiting.joined(separator: ","))
+            switch outcome {
+            case .success(let thumbnail):
+                fields.event = "rendered"
+                configuration.log.info("rendered \(job.asset.path) as \(kind): \(thumbnail.width)x\(thumbnail.height) "
+                                       + "\(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes, \(milliseconds) ms", fields)
+            case .failure(.cancelled):
+                continue
+            case .failure(let failure):
+                fields.event = "render-failed"
+                // Notice, not warning: a file that cannot be rendered is the catalogue's problem, not the daemon's.
+                configuration.log.notice("render of \(job.asset.path) as \(kind) failed: \(failure.reason)", fields)
+            }
+        }
     }
 
     static func threadCPUSeconds() -> Double {

@@ -133,6 +133,7 @@ public final class ThumbnailPipeline: Sendable {
             metrics.unwatchedFolders = coverage.unwatchedFolders
             metrics.watchFailures = coverage.watchFailures
             metrics.missedFolderRescans = coverage.missedFolderRescans
+            metrics.watcherQueueOverflows = coverage.queueOverflows
             metrics.vouchedAssets = memory.vouchCount
             let lockFree = lockFreeHits.load(ordering: .relaxed)
             metrics.requests += lockFree

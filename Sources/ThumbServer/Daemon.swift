@@ -68,7 +68,10 @@ public final class Daemon {
             ?? FileManager.default.currentDirectoryPath + "/thumbd-cache"
         var configuration = PipelineConfiguration(config, assetRoot: assets, cacheDirectory: cacheDirectory, workers: options.workers)
         configuration.pregenerated = Self.pregenerated(config.catalog)
-        configuration.log = PipelineLog { level, message in Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message) }
+        configuration.log = PipelineLog(fields: { level, message, fields in
+            Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message, fields)
+        })
+        configuration.logsRenders = true
         if hold?.point == .reconcile { configuration.reconcileGate = hold?.gate }
 
         let events = DaemonEvents()
@@ -92,7 +95,7 @@ public final class Daemon {
     /// The main loop while start-up runs: a stop request is passed to it (it undoes what it
     /// did and reports), SIGUSR2 opens a test hold. Nil when start-up ended without serving.
     func waitUntilServing(_ events: DaemonEvents, startup: DaemonStartup, hold: StartupHold?) -> DaemonServices? {
-        let watchdog = SystemdNotifier.watchdogInterval(environment: environment)
+        let watchdog = SystemdNotifier.watchdogInterval()
         let tick = Self.tick(watchdog)
         while true {
             switch events.next(timeoutSeconds: tick) {
@@ -132,7 +135,7 @@ public final class Daemon {
     /// pipeline lock that cannot be taken) gets the service restarted. STATUS follows the
     /// background reconciles and the backlog.
     func mainLoop(_ events: DaemonEvents, services: DaemonServices, hold: StartupHold?) {
-        let watchdog = SystemdNotifier.watchdogInterval(environment: environment)
+        let watchdog = SystemdNotifier.watchdogInterval()
         let tick = Self.tick(watchdog)
         var lastStatus = Date()
         var lastText = ""
@@ -185,7 +188,7 @@ public final class Daemon {
     }
 
     func openListeners(_ config: ThumbConfig) throws(SystemError) -> [Listener] {
-        let activated = Listener.activated(environment: environment)
+        let activated = Listener.activated()
         if !activated.isEmpty { return activated }
         let socketPath = options.socket ?? config.service.socketPath
             ?? environment["RUNTIME_DIRECTORY"].map { $0 + "/thumbd.sock" } ?? FileManager.default.currentDirectoryPath + "/thumbd.sock"

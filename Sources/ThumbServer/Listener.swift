@@ -4,6 +4,7 @@ import Glibc
 import ThumbImaging
 import ThumbPipeline
 import ThumbSystem
+import CSystemd
 
 /// A bound, listening socket: ours, or passed by the service manager.
 public struct Listener: Sendable {
@@ -13,16 +14,15 @@ public struct Listener: Sendable {
     /// The socket file we created (removed at exit), if any.
     public let unixPath: String?
 
-    /// Sockets passed by systemd socket activation (LISTEN_PID, LISTEN_FDS, fds from 3).
-    public static func activated(environment: [String: String]) -> [Listener] {
-        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }), count > 0 else { return [] }
-        unsetenv("LISTEN_PID")
-        unsetenv("LISTEN_FDS")
+    /// Sockets passed by systemd socket activation (`sd_listen_fds(3)`: LISTEN_PID, LISTEN_FDS,
+    /// descriptors from 3, each made close-on-exec; the variables are unset so that no child
+    /// takes the sockets for its own).
+    public static func activated() -> [Listener] {
+        let count = sd_listen_fds(1)
+        guard count > 0 else { return [] }
         unsetenv("LISTEN_FDNAMES")
         return (0..<count).map { offset in
-            let descriptor = 3 + offset
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            let descriptor = SD_LISTEN_FDS_START + offset
             return Listener(descriptor: descriptor, description: "fd:\(descriptor)", unixPath: nil)
         }
     }

@@ -1,13 +1,19 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CSystemd
 import Synchronization
+import ThumbPipeline
 import ThumbSystem
 
-/// One event per line on stderr. `text` (the default): prefixed `<N>` with its syslog priority,
-/// so that journald files it at the right level. `json` (`thumbd serve --log-format json`, for a
-/// collector outside systemd): one JSON object a line, `time` (UTC, RFC 3339 with microseconds),
-/// `priority` (syslog's number), `level` and `message` (`JSONLines.event`).
+/// One event per line on stderr, or one journal entry. `journal` (the default when stderr is
+/// journald's stream, `$JOURNAL_STREAM`): the native protocol (`sd_journal_sendv(3)`), with the
+/// event's `LogFields` as `THUMBD_ASSET=`, `THUMBD_KIND=`, `THUMBD_CLIENT=` and `THUMBD_EVENT=`,
+/// so that `journalctl -u thumbd THUMBD_ASSET=photos/a.jpg` finds an asset's renders. `text`
+/// (the default elsewhere): prefixed `<N>` with its syslog priority (journald files a stream's
+/// lines at that level). `json` (`--log-format json`, for a collector outside systemd): one
+/// JSON object a line, `time` (UTC, RFC 3339 with microseconds), `priority` (syslog's
+/// number), `level`, `message`, and `asset`, `kind`, `client`, `event` when the event has them.
 public enum Log {
     public enum Priority: Int, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
@@ -24,35 +30,47 @@ public enum Log {
     }
 
     public enum Format: Int, Sendable, CaseIterable {
-        case text, json
+        case text, json, journal
 
         /// `--log-format`'s words.
         public init?(name: String) {
             switch name {
             case "text": self = .text
             case "json": self = .json
+            case "journal": self = .journal
             default: return nil
             }
+        }
+
+        /// Journal when stderr is journald's stream (systemd's `JOURNAL_STREAM`, "device:inode"
+        /// of that stream: a redirected stderr no longer matches), text otherwise.
+        public static func automatic(environment: [String: String]) -> Format {
+            guard let stream = environment["JOURNAL_STREAM"] else { return .text }
+            var status = stat()
+            guard fstat(STDERR_FILENO, &status) == 0 else { return .text }
+            return stream == "\(status.st_dev):\(status.st_ino)" ? .journal : .text
         }
     }
 
     private static let chosenFormat = Atomic<Int>(Format.text.rawValue)
 
     /// Set once at start-up, before the first event; the render workers started after it log
-    /// the same way (`JSONLines.formatVariable` in their environment).
+    /// the same way (`JSONLines.formatVariable` in their environment; a worker under journald
+    /// writes text lines to the stream it inherits).
     public static func use(_ format: Format) {
         chosenFormat.store(format.rawValue, ordering: .relaxed)
         if format == .json { setenv(JSONLines.formatVariable, "json", 1) } else { unsetenv(JSONLines.formatVariable) }
     }
 
-    public static func error(_ message: String) { write(.error, message) }
-    public static func warning(_ message: String) { write(.warning, message) }
-    public static func notice(_ message: String) { write(.notice, message) }
-    public static func info(_ message: String) { write(.info, message) }
+    public static func error(_ message: String, _ fields: LogFields = LogFields()) { write(.error, message, fields) }
+    public static func warning(_ message: String, _ fields: LogFields = LogFields()) { write(.warning, message, fields) }
+    public static func notice(_ message: String, _ fields: LogFields = LogFields()) { write(.notice, message, fields) }
+    public static func info(_ message: String, _ fields: LogFields = LogFields()) { write(.info, message, fields) }
 
-    public static func write(_ priority: Priority, _ message: String) {
+    public static func write(_ priority: Priority, _ message: String, _ fields: LogFields = LogFields()) {
         let format = Format(rawValue: chosenFormat.load(ordering: .relaxed)) ?? .text
-        var bytes = Array(line(priority, message, format: format).utf8)
+        if format == .journal, sendToJournal(priority, message, fields) { return }
+        var bytes = Array(line(priority, message, fields, format: format).utf8)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { Glibc.write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
@@ -62,14 +80,34 @@ public enum Log {
         }
     }
 
-    /// The event's line, newline included.
-    static func line(_ priority: Priority, _ message: String, format: Format) -> String {
+    /// The event's line, newline included (text, and journal when journald cannot be reached).
+    static func line(_ priority: Priority, _ message: String, _ fields: LogFields = LogFields(), format: Format) -> String {
         switch format {
-        case .text:
+        case .text, .journal:
             // Newlines inside a message would split the event.
             "<\(priority.rawValue)>" + message.replacingOccurrences(of: "\n", with: " ") + "\n"
         case .json:
-            JSONLines.event(priority: priority.rawValue, level: priority.name, message: message)
+            JSONLines.event(priority: priority.rawValue, level: priority.name, message: message, members: fields.jsonMembers)
+        }
+    }
+
+    /// One journal entry: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the event's fields. False
+    /// when journald refused it (the caller writes a line instead).
+    static func sendToJournal(_ priority: Priority, _ message: String, _ fields: LogFields) -> Bool {
+        // A value with a newline is sent in the protocol's binary-safe form by libsystemd itself.
+        let entries = [("MESSAGE", message), ("PRIORITY", String(priority.rawValue)), ("SYSLOG_IDENTIFIER", "thumbd")]
+            + fields.journalFields
+        // One buffer holding every "NAME=value"; the iovecs point into it.
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        for (name, value) in entries {
+            let start = bytes.count
+            bytes += Array("\(name)=\(value)".utf8)
+            ranges.append(start..<bytes.count)
+        }
+        return bytes.withUnsafeMutableBytes { buffer in
+            let vectors = ranges.map { iovec(iov_base: buffer.baseAddress! + $0.lowerBound, iov_len: $0.count) }
+            return vectors.withUnsafeBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) } >= 0
         }
     }
 }

@@ -517,14 +517,18 @@ paths:
     delete:
       operationId: purgeCache
       tags: [cache]
-      summary: Remove one asset's thumbnails, or those of every asset under a folder.
+      summary: Remove one asset's thumbnails, those of every asset under a folder, or a kind's.
       description: |
-        Exactly one of `asset` and `prefix` (both or neither is 400 `badQuery`; so is any other
-        parameter). The asset's (or the folder's assets') thumbnails go from disk and memory,
-        with their placeholders and remembered failures; they are rendered again when asked.
-        Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes after
-        percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the whole
-        asset folder. Removing what is not cached removes nothing (200, zeros).
+        Exactly one of `asset`, `prefix` and `kind` (two or none is 400 `badQuery`; so is any
+        other parameter). The asset's (or the folder's assets') thumbnails go from disk and
+        memory, with their placeholders and remembered failures; they are rendered again when
+        asked. Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes
+        after percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the
+        whole asset folder. `kind` is a kind name of the config or an inline spec, resolved as
+        for `/v1/thumbnails` (anything else is 400 `badKind`); every thumbnail of it goes, at
+        every scale and in every format (a kind of the same size, mode, mask and crop shares
+        them). It reads the whole index: an operator's act, not a request's. Removing what is
+        not cached removes nothing (200, zeros).
       parameters:
         - name: asset
           in: query
@@ -538,6 +542,12 @@ paths:
             type: string
             minLength: 1
             maxLength: 4096
+        - name: kind
+          in: query
+          schema:
+            type: string
+            minLength: 1
+            maxLength: 256
       responses:
         "200":
           description: What was removed.
@@ -563,6 +573,7 @@ paths:
                     properties:
                       asset: {type: string}
                       prefix: {type: string}
+                      kind: {type: string}
         "400":
           $ref: "#/components/responses/BadRequest"
         "414":

@@ -1,32 +1,41 @@
 import ThumbImaging
 import ThumbPipeline
 
-/// `DELETE /v1/cache?asset=PATH` or `?prefix=FOLDER`: one asset's thumbnails (with its
-/// placeholder and failure record), or those of every asset under a folder, from disk and
-/// memory. Paths are the index's: relative to the asset folder, percent-encoded in the query.
+/// `DELETE /v1/cache?asset=PATH`, `?prefix=FOLDER` or `?kind=KIND`: one asset's thumbnails
+/// (with its placeholder and failure record), those of every asset under a folder, or every
+/// thumbnail of a kind (all scales), from disk and memory. Paths are the index's: relative to the
+/// asset folder, percent-encoded in the query. A kind is a name of the config (or an inline spec),
+/// resolved as `GET /v1/thumbnails` does.
 public struct CachePurgeCall: Sendable, Equatable {
     public enum Selection: Sendable, Equatable {
         case asset(String)
         case folder(String)
+        /// The kind as resolved, and as named.
+        case kind(SlotKind, name: String)
     }
 
     public var selection: Selection
 
-    public static func parse(query: [String: String]) throws(APIError) -> CachePurgeCall {
-        if let unknown = query.keys.sorted().first(where: { $0 != "asset" && $0 != "prefix" }) {
-            throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected asset=PATH or prefix=FOLDER)")
+    static let shape = "give exactly one of asset=PATH, prefix=FOLDER or kind=KIND"
+
+    public static func parse(query: [String: String], catalog: SlotCatalog) throws(APIError) -> CachePurgeCall {
+        if let unknown = query.keys.sorted().first(where: { !["asset", "prefix", "kind"].contains($0) }) {
+            throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (\(shape))")
         }
-        switch (query["asset"], query["prefix"]) {
-        case let (asset?, nil):
-            return CachePurgeCall(selection: .asset(try path(asset, field: "asset")))
-        case let (nil, prefix?):
+        guard query.count == 1 else { throw .badQuery(shape) }
+        if let asset = query["asset"] { return CachePurgeCall(selection: .asset(try path(asset, field: "asset"))) }
+        if let prefix = query["prefix"] {
             var folder = Substring(try path(prefix, field: "prefix"))
             while folder.hasSuffix("/") { folder = folder.dropLast() }
             // Everything at once is not a typo away: stop the daemon and remove the folder.
             guard !folder.isEmpty else { throw .badQuery("'prefix' must name a folder, not the whole asset folder") }
             return CachePurgeCall(selection: .folder(String(folder)))
-        default:
-            throw .badQuery("give exactly one of asset=PATH or prefix=FOLDER")
+        }
+        let name = try PercentDecoding.decode(query["kind"] ?? "", field: "kind")
+        do throws(SlotSpecError) {
+            return CachePurgeCall(selection: .kind(try catalog.resolve(name).kind, name: name))
+        } catch {
+            throw APIError(400, "badKind", "'kind': \(error.description)")
         }
     }
 
@@ -54,6 +63,7 @@ extension ThumbnailAPI {
         let (purge, selection): (CachePurge, [String: String]) = switch call.selection {
         case .asset(let path): (pipeline.purgeCache(asset: path), ["asset": path])
         case .folder(let folder): (pipeline.purgeCache(under: folder), ["prefix": folder])
+        case .kind(let kind, let name): (pipeline.purgeCache(kind: kind), ["kind": name])
         }
         return .json(200, ["removed": ["entries": purge.entries, "bytes": purge.bytes], "selection": selection])
     }

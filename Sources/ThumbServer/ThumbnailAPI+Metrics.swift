@@ -54,7 +54,8 @@ extension ThumbnailAPI {
         metric("thumbd_cancelled_total", "counter", "Requests cancelled by a slot release.", [("", Double(metrics.cancelled))])
         metric("thumbd_coalesced_total", "counter", "Requests that joined identical work already queued or running.", [("", Double(metrics.coalesced))])
         metric("thumbd_overloaded_total", "counter", "Requests refused because the queue was full.", [("", Double(metrics.overloaded))])
-        metric("thumbd_render_failures_total", "counter", "Renders that failed (undecodable, too large).", [("", Double(metrics.failures))])
+        metric("thumbd_render_failures_total", "counter", "Renders that failed, by the failure's error code (undecodable, tooLarge, renderCrashed, …).",
+               metrics.failuresByCode.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
         metric("thumbd_render_cpu_seconds_total", "counter", "Thread CPU spent rendering.", [("", metrics.renderCPUSeconds)])
         metric("thumbd_wasted_render_cpu_seconds_total", "counter", "Thread CPU spent on renders nobody waited for any more.", [("", metrics.wastedCPUSeconds)])
         metric("thumbd_watcher_events_total", "counter", "Folder watcher events handled.", [("", Double(metrics.watcherEvents))])
@@ -96,6 +97,9 @@ extension ThumbnailAPI {
                [("", Double(metrics.watchFailures))])
         metric("thumbd_missed_folder_rescans_total", "counter", "Periodic rescans of the folders without a watch.",
                [("", Double(metrics.missedFolderRescans))])
+        metric("thumbd_watcher_queue_overflows_total", "counter",
+               "Overflows of the folder watcher's inotify queue: events dropped, the asset folder rescanned.",
+               [("", Double(metrics.watcherQueueOverflows))])
         metric("thumbd_vouched_hits_total", "counter", "Memory hits on a version the folder watcher vouches for (no syscall).",
                [("", Double(metrics.vouchedHits))])
         metric("thumbd_asset_resolves_total", "counter", "Requests that looked at their asset file (open, openat2, fstat).",

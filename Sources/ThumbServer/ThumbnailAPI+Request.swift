@@ -118,7 +118,7 @@ public enum APIRequest: Sendable {
         case ("GET", "metrics"): return .metrics
         case ("GET", "openapi"): return .openAPI
         case ("GET", "cache"): return .cacheStatistics
-        case ("DELETE", "cache"): return .purgeCache(try CachePurgeCall.parse(query: request.query))
+        case ("DELETE", "cache"): return .purgeCache(try CachePurgeCall.parse(query: request.query, catalog: catalog))
         case (_, "other"):
             throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")
         default:

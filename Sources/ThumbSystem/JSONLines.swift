@@ -31,11 +31,14 @@ package enum JSONLines {
     }
 
     /// One log event as a JSON object on one line (newline included): `time` (UTC, RFC 3339
-    /// with microseconds), `priority` (syslog's number), `level` and `message`.
-    package static func event(priority: Int, level: String, message: String) -> String {
+    /// with microseconds), `priority` (syslog's number), `level`, `message`, then `members`
+    /// (string values: what the event is about).
+    package static func event(priority: Int, level: String, message: String, members: [(String, String)] = []) -> String {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        return #"{"time":"\#(rfc3339(time))","priority":\#(priority),"level":"\#(level)","message":"# + string(message) + "}\n"
+        var line = #"{"time":"\#(rfc3339(time))","priority":\#(priority),"level":"\#(level)","message":"# + string(message)
+        for (key, value) in members { line += "," + string(key) + ":" + string(value) }
+        return line + "}\n"
     }
 
     /// `2026-12-03T13:12:00.123456Z`.

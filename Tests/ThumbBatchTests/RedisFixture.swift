@@ -76,22 +76,37 @@ final class RedisFixture {
         }
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        port = try Self.freePort()
         cliPath = Self.which("redis-cli") ?? "/usr/bin/redis-cli"
-        guard startServer else { return }
+        guard startServer else {
+            port = try Self.freePort()
+            return
+        }
         guard let serverPath = Self.which("redis-server"), Self.which("redis-cli") != nil else {
             throw RedisFixtureError("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
         }
-        let server = try ChildProcess(serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                                   "--dir", scratch.path], in: scratch)
-        self.server = server
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if (try? cli("PING")) == "PONG" { return }
-            guard server.process.isRunning else { break }
-            usleep(50_000)
+        // A port found free may be taken by a concurrent test before redis binds it: then another.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try Self.freePort()
+            let server = try ChildProcess(serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                                       "--dir", scratch.path], in: scratch)
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if (try? Self.cli(cliPath, port: port, ["PING"])) == "PONG" {
+                    self.port = port
+                    self.server = server
+                    return
+                }
+                guard server.process.isRunning else { break }
+                usleep(50_000)
+            }
+            server.killHard()
+            let output = server.stdout + server.stderr
+            guard attempt < 5, output.contains("Address already in use") else {
+                throw RedisFixtureError("redis-server on port \(port) did not answer PING: \(output)")
+            }
         }
-        throw RedisFixtureError("redis-server on port \(port) did not answer PING: \(server.stdout)\(server.stderr)")
     }
 
     deinit {
@@ -133,7 +148,13 @@ final class RedisFixture {
     /// `redis-cli` text output, trailing newline removed; lines of commands may be fed on stdin.
     @discardableResult
     func cli(_ arguments: String..., stdin: String? = nil) throws -> String {
-        let child = try ChildProcess(cliPath, ["-p", "\(port)"] + arguments, in: scratch, stdin: stdin)
+        try Self.cli(cliPath, port: port, arguments, stdin: stdin, in: scratch)
+    }
+
+    /// `redis-cli -p PORT ARGUMENTS`, its output without the trailing newlines.
+    static func cli(_ cliPath: String, port: Int, _ arguments: [String], stdin: String? = nil,
+                    in folder: URL = FileManager.default.temporaryDirectory) throws -> String {
+        let child = try ChildProcess(cliPath, ["-p", "\(port)"] + arguments, in: folder, stdin: stdin)
         guard child.wait(timeout: 20) == 0 else { throw RedisFixtureError("redis-cli \(arguments): \(child.stderr)") }
         var text = child.stdout
         while text.hasSuffix("\n") { text.removeLast() }

@@ -35,6 +35,39 @@ import ThumbImaging
         #expect(cache.purge(under: "nothing") == CachePurge())
     }
 
+    @Test("a purge by kind takes that kind's thumbnails at every scale and crop-focus, and nothing of a kind of another shape or crop, even from a path that spells its marker")
+    func purgeByKind() throws {
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let avatar = SlotKind(name: "avatar", widthPoints: 48, heightPoints: 48, scales: [2, 3], mode: .fill, mask: .circle)
+        var smart = avatar
+        smart.name = "smart-avatar"
+        smart.crop = .attention
+        var focused = avatar
+        focused.crop = .focus
+        let grid = SlotKind(name: "grid", widthPoints: 120, heightPoints: 120)
+        // An asset whose path holds the centre avatar's marker: its grid thumbnail is no avatar.
+        let sly = "x" + CacheKey.kindMarker(avatar) + "2|y.jpg"
+        func key(_ path: String, _ kind: SlotKind, scale: Int = 2, focus: FocusRegion? = nil) -> CacheKey {
+            CacheKey(asset: DiskCacheFixture.version(path), kind: kind, scale: scale, encoder: EncoderSettings(), focus: focus)
+        }
+        let avatars = ["p/1.jpg", "p/2.jpg"].flatMap { [key($0, avatar, scale: 2), key($0, avatar, scale: 3)] }
+        let others = [key("p/1.jpg", smart), key("p/1.jpg", grid), key(sly, grid), key("p/1.jpg", focused, focus: FocusRegion(x: 0.2, y: 0.3)),
+                      key("p/2.jpg", focused)]
+        for key in avatars + others { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
+
+        let purge = cache.purge(kindMarker: CacheKey.kindMarker(avatar))
+        #expect(purge.entries == 4 && purge.bytes == 400 && purge.assetPaths == ["p/1.jpg", "p/2.jpg"], "\(purge)")
+        for key in avatars { #expect(cache.thumbnail(for: key) == nil) }
+        for key in others { #expect(cache.thumbnail(for: key) != nil, "\(key.descriptor)") }
+        // A focus kind's thumbnails go whatever focus they were cropped around.
+        let focusPurge = cache.purge(kindMarker: CacheKey.kindMarker(focused))
+        #expect(focusPurge.entries == 2, "\(focusPurge)")
+        #expect(cache.thumbnail(for: others[0]) != nil && cache.thumbnail(for: others[1]) != nil)
+        cache.reaper.waitUntilReaped()
+        #expect(Set(DiskCacheFixture.files(in: fixture.directory).keys) == Set(cache.indexRowsForTesting().keys))
+        #expect(cache.detailedStatistics.entries == 3)
+    }
+
     @Test("verify on a cache whose files and index disagree: says what it found, mends it, and finds nothing the second time")
     func verifyMendsDisagreement() throws {
         let keys = (0..<5).map { DiskCacheFixture.key("v/\($0).jpg") }

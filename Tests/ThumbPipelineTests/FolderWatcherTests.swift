@@ -415,6 +415,8 @@ struct WatchSandbox {
         #expect(await log.wait(for: .changed(path: "during/x.png")))
         // Lost events are an operator's business: logged at warning (once, however many overflows).
         #expect(capture.count(.warning, "queue of the folder watcher overflowed (1 time, events lost)") == 1, "\(capture.text)")
+        // And counted, for /metrics (thumbd_watcher_queue_overflows_total).
+        #expect(watcher.coverage.snapshot.queueOverflows == 1)
     }
 
     @Test func parsesRecordsWithPaddedNamesAndStopsAtTruncation() {

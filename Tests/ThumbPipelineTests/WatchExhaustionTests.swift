@@ -62,7 +62,8 @@ final class RefusingWatches: Sendable {
         let watches = RefusingWatches(["b", "c/d"])
         let watcher = try startWatcher(refusing: watches)
         #expect(watcher.watchedFolders == ["", "a", "c"])
-        #expect(watcher.coverage.snapshot == .init(watchedFolders: 3, unwatchedFolders: 3, watchFailures: 2, missedFolderRescans: 0))
+        #expect(watcher.coverage.snapshot == .init(watchedFolders: 3, unwatchedFolders: 3, watchFailures: 2, missedFolderRescans: 0,
+                                                      queueOverflows: 0))
         #expect(capture.count(.warning, "could not watch 2 folders (b, c/d) nor what is under them") == 1, "\(capture.text)")
         #expect(capture.count(.warning, "fs.inotify.max_user_watches") == 1 && capture.count(.warning, "sysctl -w fs.inotify.max_user_watches=") == 1)
         #expect(!watches.attempts.withLock { $0 }.contains("b/sub"), "a refused folder is not listed: its subfolders are not tried")

@@ -107,6 +107,17 @@ final class SystemdGuest {
         return result.text
     }
 
+    /// The journal entries of thumbd.service matching every `FIELD=value` of `matches`
+    /// (journalctl's own filtering), each entry's fields as strings.
+    func journalEntries(matching matches: [String]) throws -> [[String: String]] {
+        _ = try run(["journalctl", "--sync"])
+        let result = try run(["journalctl", "--no-pager", "-o", "json", "-u", "thumbd.service"] + matches)
+        guard result.status == 0 else { throw ServeFailure("journalctl: \(result.summary)") }
+        return result.text.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.map { object in object.compactMapValues { $0 as? String } }
+    }
+
     /// Kills every process of the guest and removes its cgroup; safe to call more than once.
     func tearDown() {
         guard !tornDown else { return }

@@ -60,6 +60,19 @@ struct RealSystemdTests {
         let startLog = try guest.journal(since: started)
         #expect(startLog.contains("fd:3"), "the daemon did not serve the socket systemd passed (fd 3):\n\(startLog)")
 
+        // 3b. The journal, natively: each render is an entry journalctl finds by its fields (the
+        // request's kind, and the kinds the watcher pre-renders).
+        let rendered = try guest.journalEntries(matching: ["THUMBD_ASSET=photo.jpg", "THUMBD_KIND=large@1x"])
+        #expect(rendered.count == 1, "journalctl -u thumbd THUMBD_ASSET=photo.jpg THUMBD_KIND=large@1x: \(rendered)")
+        if let entry = rendered.first {
+            #expect(entry["THUMBD_EVENT"] == "rendered" && entry["PRIORITY"] == "6" && entry["SYSLOG_IDENTIFIER"] == "thumbd"
+                    && entry["MESSAGE"]?.hasPrefix("rendered photo.jpg as large@1x: ") == true, "\(entry)")
+        }
+        let photoEntries = try guest.journalEntries(matching: ["THUMBD_ASSET=photo.jpg"])
+        #expect(!photoEntries.isEmpty && photoEntries.allSatisfy { $0["THUMBD_ASSET"] == "photo.jpg" }, "\(photoEntries)")
+        let imageKinds = try guest.journalEntries(matching: ["THUMBD_ASSET=image.png"]).compactMap { $0["THUMBD_KIND"] }
+        #expect(!imageKinds.contains("large@1x"), "image.png was never asked for as large: \(imageKinds)")
+
         // 4. Reload: SIGHUP re-reads the config; same process, still active, the new kind served.
         try checkReload(guest, mainPID: mainPID)
 

@@ -19,7 +19,7 @@ struct ServeCacheAdminTests {
         return try #require((stats.json["disk"] as? [String: Any])?["entries"] as? Int, "\(stats.summary)")
     }
 
-    @Test("stats count what was rendered; a purge by asset or folder removes it from disk and memory, and it renders again")
+    @Test("stats count what was rendered; a purge by asset, folder or kind removes it from disk and memory, and it renders again")
     func statsAndPurge() throws {
         let daemon = try ServeDaemon(assets: Self.assets)
         try daemon.start()
@@ -45,9 +45,19 @@ struct ServeCacheAdminTests {
         #expect(try daemon.request("/v1/thumbnails/large/album0/c.png").status == 200)
         try daemon.waitForMetrics("a fifth render") { $0["thumbd_render_seconds_count"] == 5 }
         #expect(try diskEntries(daemon) == 2)
+        // By kind: `normal`'s one thumbnail goes, `large`'s two stay.
+        #expect(try daemon.request("/v1/thumbnails/normal/album/b.png").status == 200)
+        try daemon.waitForMetrics("a sixth render") { $0["thumbd_render_seconds_count"] == 6 }
+        let byKind = try daemon.request("/v1/cache?kind=normal", method: "DELETE")
+        #expect(byKind.status == 200 && (byKind.json["removed"] as? [String: Any])?["entries"] as? Int == 1, "\(byKind.summary)")
+        #expect((byKind.json["selection"] as? [String: String])?["kind"] == "normal")
+        #expect(try diskEntries(daemon) == 2)
+        let unknownKind = try daemon.request("/v1/cache?kind=nope", method: "DELETE")
+        #expect(unknownKind.status == 400 && unknownKind.json["error"] as? String == "badKind", "\(unknownKind.summary)")
 
         for (query, message) in [("", "exactly one of"), ("asset=a&prefix=b", "exactly one of"), ("prefix=%2F", "must name a folder"),
-                                 ("asset=", "1 to"), ("kind=large", "unknown parameter"), ("asset=%00", "NUL")] {
+                                 ("asset=", "1 to"), ("kind=large&asset=a", "exactly one of"), ("size=1", "unknown parameter"),
+                                 ("asset=%00", "NUL")] {
             let refused = try daemon.request("/v1/cache?\(query)", method: "DELETE")
             #expect(refused.status == 400, "\(query): \(refused.summary)")
             #expect((refused.json["message"] as? String)?.contains(message) == true, "\(query): \(refused.summary)")
@@ -76,8 +86,11 @@ struct ServeCacheAdminTests {
         let verified = try Self.cacheCommand(daemon, ["verify", "--cache", cache, "--json"])
         #expect(verified["rowsRemoved"] == 1 && verified["entries"] == 0, "\(verified)")
         #expect(try Self.cacheCommand(daemon, ["verify", "--cache", cache, "--json"])["rowsRemoved"] == 0)
+        let noKind = try ServeOwnershipTests.runBeside(daemon, ["cache", "purge", "--cache", cache, "--config", daemon.directory + "/thumbd.json",
+                                                                "--kind", "nope"], name: "no-kind")
+        #expect(noKind.status == 64 && noKind.log.contains("no such kind"), "\(noKind)")
         let usage = try ServeOwnershipTests.runBeside(daemon, ["cache", "purge", "--cache", cache], name: "usage")
-        #expect(usage.status == 64 && usage.log.contains("exactly one of --asset PATH or --prefix FOLDER"), "\(usage)")
+        #expect(usage.status == 64 && usage.log.contains("exactly one of --asset PATH, --prefix FOLDER or --kind KIND"), "\(usage)")
     }
 
     /// `thumbd cache ARGUMENTS` (exit 0), its JSON answer.

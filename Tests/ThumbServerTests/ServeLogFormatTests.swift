@@ -26,20 +26,31 @@ struct ServeLogFormatTests {
         try Data("not an image at all".utf8).write(to: URL(fileURLWithPath: daemon.assets + "/broken.jpg"))
         try daemon.start(arguments: ["--config", daemon.configPath, "--log-format", "json"], waitForReady: false)
         try daemon.waitForLog(#""message":"thumbd serving"#)
-        #expect(try daemon.request("/v1/thumbnails/large/ring.png").status == 200)
+        #expect(try daemon.request("/v1/thumbnails/large/ring.png?client=app-1&slot=cell-7").status == 200)
         #expect(try daemon.request("/v1/thumbnails/large/broken.jpg").status == 415)
         #expect(daemon.stop() == 0, "\(daemon.log)")
         let lines = daemon.log.split(separator: "\n", omittingEmptySubsequences: true)
         #expect(lines.count >= 3, "\(daemon.log)")
         var levels: Set<String> = []
+        var events: [String: String] = [:]
         for line in lines {
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object != nil, "not a JSON object: \(line)")
             guard let object else { continue }
-            #expect(Set(object.keys) == ["time", "priority", "level", "message"], "\(line)")
+            let keys = Set(object.keys)
+            #expect(keys.isSuperset(of: ["time", "priority", "level", "message"])
+                    && keys.isSubset(of: ["time", "priority", "level", "message", "asset", "kind", "client", "event"]), "\(line)")
             if let level = object["level"] as? String { levels.insert(level) }
+            if let asset = object["asset"] as? String, let event = object["event"] as? String {
+                events[asset] = event
+                #expect(object["kind"] as? String == "large@1x", "\(line)")
+                // The slot's client waited for the ring's render; nobody's slot for the broken file.
+                #expect(object["client"] as? String == (asset == "ring.png" ? "app-1" : nil), "\(line)")
+            }
         }
         #expect(levels.isSubset(of: ["error", "warning", "notice", "info", "debug"]) && levels.contains("notice"), "\(levels)")
+        // Each render is an event about its asset and kind.
+        #expect(events == ["ring.png": "rendered", "broken.jpg": "render-failed"], "\(events)")
     }
 
     @Test("an unknown --log-format is a usage error (64), named")
@@ -47,6 +58,6 @@ struct ServeLogFormatTests {
         let daemon = try ServeDaemon()
         try daemon.start(arguments: ["--config", daemon.configPath, "--log-format", "yaml"], waitForReady: false)
         #expect(daemon.waitForExit() == 64)
-        #expect(daemon.log.contains("--log-format takes text or json"), "\(daemon.log)")
+        #expect(daemon.log.contains("--log-format takes text, json or journal"), "\(daemon.log)")
     }
 }

@@ -23,14 +23,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// `focus`: the asset's focus (nil: none); only a kind whose crop follows it keeps it.
     public init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true,
                 focus: FocusRegion? = nil) {
-        let mask = switch kind.mask {
-        case .none: "none"
-        case .circle: "circle"
-        case .cornerRadius(let points): "radius\(points)"
-        }
         let kept = kind.cropFollowsFocus ? focus : nil
-        let geometry = "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
-            + Self.cropPart(kind, focus: kept)
+        let geometry = Self.shape(of: kind) + Self.cropPart(kind, focus: kept)
         var encoding = "\(encoder.format.rawValue)|q\(encoder.jpegQuality)|\(encoder.jpegProgressive ? "prog" : "base")|z\(encoder.pngCompressionLevel)"
         // Only the settings of the format written: keys of JPEG and PNG thumbnails stay what
         // they were before WebP and AVIF existed, so an upgrade keeps its cache.
@@ -46,6 +40,27 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { digest }
+
+    /// Size, mode, mask and upscaling: a kind's thumbnails are keyed by what they look like, not
+    /// by its name.
+    static func shape(of kind: SlotKind) -> String {
+        let mask = switch kind.mask {
+        case .none: "none"
+        case .circle: "circle"
+        case .cornerRadius(let points): "radius\(points)"
+        }
+        return "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
+    }
+
+    /// What every descriptor of `kind`'s thumbnails holds after its asset's part, at any scale,
+    /// in any encoding (for a focus kind, around any focus): how `DELETE /v1/cache?kind=` finds
+    /// them. Another kind of the same shape and crop shares them (and so loses them too).
+    public static func kindMarker(_ kind: SlotKind) -> String {
+        switch kind.effectiveCrop {
+        case .centre, .attention: "|" + shape(of: kind) + cropPart(kind, focus: nil) + "|@"
+        case .focus: "|" + shape(of: kind) + focusCropMarker
+        }
+    }
 
     /// Marks the descriptors of thumbnails cropped around a focus (or its absence): setting or
     /// removing an asset's focus drops its rows whose descriptor has it.

@@ -378,6 +378,41 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         }
     }
 
+    /// Drops the thumbnails of one kind (every scale and encoding), found by `marker`
+    /// (`CacheKey.kindMarker`) in their descriptors after the asset's part, in one transaction.
+    /// The index has no column to look a kind up by, so this reads every row: an operator's
+    /// occasional act (about a second a million thumbnails), not a request's.
+    public func purge(kindMarker marker: String) -> CachePurge {
+        state.withLock { (state: inout State) -> CachePurge in
+            guard let database = state.database, !marker.isEmpty else { return CachePurge() }
+            var digests: [String] = []
+            var paths: Set<String> = []
+            var files: [(relative: String, size: Int)] = []
+            let versionPart = "v\(CacheKey.pipelineVersion)|".utf8.count
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    let query = "SELECT digest, descriptor, asset_path, file_path, bytes FROM entries WHERE instr(descriptor, ?) > 0"
+                    try database.query(query, [.text(marker)]) { row in
+                        // The last occurrence must lie past the asset's path, which may hold any text.
+                        let descriptor = row.text(1)
+                        guard let found = descriptor.range(of: marker, options: .backwards),
+                              descriptor.utf8.distance(from: descriptor.startIndex, to: found.lowerBound)
+                                >= versionPart + row.text(2).utf8.count else { return }
+                        digests.append(row.text(0))
+                        paths.insert(row.text(2))
+                        files.append((row.text(3), row.int(4)))
+                    }
+                    for digest in digests { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(digest)]) }
+                }
+                state.removalTransactions += 1
+            } catch {
+                recover(from: error, &state)
+                return CachePurge()
+            }
+            return retire(files, of: paths, &state)
+        }
+    }
+
     /// The paths under `folder` as a range of the index, which orders them by SQLite's BINARY
     /// collation (bytes, as `memcmp`): from "folder/" up to, not including, "folder0" — '0' is
     /// the byte after '/', so the range holds every path that starts with "folder/" and nothing

@@ -33,6 +33,7 @@ extension FolderWatcher {
     /// Lost events are logged at warning: the first at once, then at most one line a minute
     /// with the count, so an overflow storm cannot flood the log.
     func noteOverflow() {
+        coverage.queueOverflows.add(1, ordering: .relaxed)
         overflowsUnlogged += 1
         let now = ContinuousClock.now
         if let last = overflowLoggedAt, now - last < .seconds(60) { return }

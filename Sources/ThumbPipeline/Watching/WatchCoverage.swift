@@ -14,6 +14,8 @@ public final class WatchCoverage: Sendable {
     let watchFailures = Atomic<Int>(0)
     /// Rescans of unwatched folders (or of the whole root, past the caps of `MissedFolders`).
     let missedFolderRescans = Atomic<Int>(0)
+    /// Times the kernel's event queue overflowed (events dropped; the root was rescanned).
+    let queueOverflows = Atomic<Int>(0)
 
     public init() {}
 
@@ -22,11 +24,13 @@ public final class WatchCoverage: Sendable {
         public var unwatchedFolders: Int
         public var watchFailures: Int
         public var missedFolderRescans: Int
+        public var queueOverflows: Int
     }
 
     public var snapshot: Snapshot {
         Snapshot(watchedFolders: watchedFolders.load(ordering: .relaxed), unwatchedFolders: unwatchedFolders.load(ordering: .relaxed),
-                 watchFailures: watchFailures.load(ordering: .relaxed), missedFolderRescans: missedFolderRescans.load(ordering: .relaxed))
+                 watchFailures: watchFailures.load(ordering: .relaxed), missedFolderRescans: missedFolderRescans.load(ordering: .relaxed),
+                 queueOverflows: queueOverflows.load(ordering: .relaxed))
     }
 }
 

@@ -10,13 +10,14 @@ struct CacheCommand: ThumbdCommand {
     static let summary = "count, purge or verify a cache folder (no daemon running)"
     static let usage = """
         usage: thumbd cache stats  [--config FILE] [--cache DIR] [--json]
-               thumbd cache purge  [--config FILE] [--cache DIR] (--asset PATH | --prefix FOLDER) [--json]
+               thumbd cache purge  [--config FILE] [--cache DIR] (--asset PATH | --prefix FOLDER | --kind KIND) [--json]
                thumbd cache verify [--config FILE] [--cache DIR] [--json]
 
           stats   thumbnails and bytes, against the config's cache.diskBytes; assets, placeholders,
                   remembered failures, waiting pre-renders and focus points in the index
-          purge   one asset's thumbnails (with its placeholder and failure record), or those of every
-                  asset under a folder; paths as the index keys them, relative to the asset folder
+          purge   one asset's thumbnails (with its placeholder and failure record), those of every
+                  asset under a folder (paths as the index keys them, relative to the asset folder), or
+                  every thumbnail of a kind of the config (or an inline spec), at every scale
           verify  every file checked against the index and every disagreement mended: files without
                   a row removed, rows whose file is missing, of another size or misnamed removed
                   (rendered again when asked); says what it found
@@ -36,10 +37,10 @@ struct CacheCommand: ThumbdCommand {
     var selection: CachePurgeSelection?
     var json = false
 
-    enum CachePurgeSelection { case asset(String), folder(String) }
+    enum CachePurgeSelection { case asset(String), folder(String), kind(String) }
 
     init(arguments: [String]) throws(UsageError) {
-        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--cache", "--asset", "--prefix"], flags: ["--json"])
+        let scanner = try ArgumentScanner(arguments, valued: ["--config", "--cache", "--asset", "--prefix", "--kind"], flags: ["--json"])
         guard let first = scanner.positionals.first, let action = Action(rawValue: first) else {
             throw UsageError(message: "say what to do: stats, purge or verify")
         }
@@ -48,7 +49,18 @@ struct CacheCommand: ThumbdCommand {
         configPath = try scanner.value("--config")
         cache = try scanner.value("--cache")
         json = scanner.flag("--json")
-        let asset = try scanner.value("--asset"), prefix = try scanner.value("--prefix")
+        let asset = try scanner.value("--asset"), prefix = try scanner.value("--prefix"), kind = try scanner.value("--kind")
+        if let kind {
+            guard action == .purge, asset == nil, prefix == nil else {
+                throw UsageError(message: action == .purge ? "purge takes exactly one of --asset PATH, --prefix FOLDER or --kind KIND"
+                                                            : "--kind goes with purge only")
+            }
+            guard (1...SlotBounds.maxTextBytes).contains(kind.utf8.count) else {
+                throw UsageError(message: "--kind must be 1 to \(SlotBounds.maxTextBytes) bytes")
+            }
+            selection = .kind(kind)
+            return
+        }
         switch (action, asset, prefix) {
         case (.purge, let asset?, nil):
             guard (1...PipelineRequest.maxAssetPathBytes).contains(asset.utf8.count) else {
@@ -63,11 +75,11 @@ struct CacheCommand: ThumbdCommand {
             }
             selection = .folder(String(folder))
         case (.purge, _, _):
-            throw UsageError(message: "purge takes exactly one of --asset PATH or --prefix FOLDER")
+            throw UsageError(message: "purge takes exactly one of --asset PATH, --prefix FOLDER or --kind KIND")
         case (_, nil, nil):
             selection = nil
         default:
-            throw UsageError(message: "--asset and --prefix go with purge only")
+            throw UsageError(message: "--asset, --prefix and --kind go with purge only")
         }
     }
 
@@ -111,6 +123,14 @@ struct CacheCommand: ThumbdCommand {
             switch selection {
             case .asset(let path)?: (purge, named) = (disk.removeThumbnails(ofAssets: [path]), "asset \(path)")
             case .folder(let folder)?: (purge, named) = (disk.purge(under: folder), "folder \(folder)/")
+            case .kind(let name)?:
+                do throws(SlotSpecError) {
+                    let kind = try config.catalog.resolve(name).kind
+                    (purge, named) = (disk.purge(kindMarker: CacheKey.kindMarker(kind)), "kind \(name)")
+                } catch {
+                    Console.error("thumbd cache: --kind: \(error.description)")
+                    return .usage
+                }
             case nil: return .usage // parsed away above
             }
             disk.waitForRemovals()
