@@ -10,6 +10,7 @@
 #   boot-guest.sh run SCRATCH SECONDS CMD…  runs CMD in the guest (as root, cwd /, clean
 #                                           environment), killed after SECONDS.
 #   boot-guest.sh teardown SCRATCH          kills every guest process, removes its cgroup.
+#   THUMBD_GUEST_ROOT=DIR                   boot DIR (a root file system) instead of the host's /.
 #
 # Why each step (learned on these machines):
 #  - Never over the host's own root: systemd-tmpfiles' `D /tmp` would empty the host's /tmp. The
@@ -56,7 +57,9 @@ inside)
     mount -t tmpfs -o mode=0755 thumbd-guest "$layers"
     mkdir "$layers/upper" "$layers/work" "$layers/root"
     root="$layers/root"
-    mount -t overlay thumbd-guest -o "lowerdir=/,upperdir=$layers/upper,workdir=$layers/work" "$root"
+    # THUMBD_GUEST_ROOT: another root file system as the lower layer (a debootstrapped Debian,
+    # for the package's install test on a clean system); the host's / by default.
+    mount -t overlay thumbd-guest -o "lowerdir=${THUMBD_GUEST_ROOT:-/},upperdir=$layers/upper,workdir=$layers/work" "$root"
 
     # API file systems of the guest's own namespaces; /sys and /proc/sys read-only (shared kernel).
     mount -t proc proc "$root/proc"
