@@ -35,8 +35,8 @@ public struct PipelineConfiguration: Sendable {
     public var flingDebounceSeconds: Double = 0.017
     /// Off only to measure what cancellation saves (the scroll benchmark's baseline).
     public var cancelsAbandonedWork = true
-    /// Where cache and watcher episodes are reported (once each, never per request), and
-    /// renders when `logsRenders`.
+    /// Where cache and watcher episodes are reported (once each), and each render when
+    /// `logsRenders` (never a hit).
     public var log = PipelineLog.standardError
     /// Each finished render (not a hit, not a cancelled one) is an info event with its asset,
     /// kind, waiting clients and outcome (`LogFields`): the daemon's journal entries.

@@ -5,8 +5,9 @@ import ThumbSystem
 
 /// Where the pipeline reports what an operator must know and no request shows: an index
 /// rebuilt (and what it dropped), cache writes failing and recovering, a removed cache folder
-/// recreated, the watcher losing and re-arming the asset root, lost watch events. Once per
-/// episode, never per request. The daemon sends it to its log (syslog priorities for journald);
+/// recreated, the watcher losing and re-arming the asset root, lost watch events: once per
+/// episode, never per request. And, when `PipelineConfiguration.logsRenders` (the daemon), one
+/// event per render, with the fields that find it (`LogFields`). The daemon sends it to its log (syslog priorities for journald);
 /// the default writes plain lines to stderr.
 public struct PipelineLog: Sendable {
     public enum Level: Int, Sendable, CustomStringConvertible {

@@ -24,10 +24,11 @@ extension ThumbnailPipeline {
         return purge
     }
 
-    /// Every thumbnail of `kind` (all scales and encodings), on disk and in memory (where the
-    /// assets it touched lose all their thumbnails: memory refills from disk on the next hit).
-    public func purgeCache(kind: SlotKind) -> CachePurge {
-        let purge = disk.purge(kindMarker: CacheKey.kindMarker(kind))
+    /// Every thumbnail of `kind` (all encodings; all scales, or `scale` only), on disk and in
+    /// memory (where the assets it touched lose all their thumbnails: memory refills from disk
+    /// on the next hit).
+    public func purgeCache(kind: SlotKind, scale: Int? = nil) -> CachePurge {
+        let purge = disk.purge(kindMarker: CacheKey.kindMarker(kind), scale: scale)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
     }

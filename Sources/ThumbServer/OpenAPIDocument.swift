@@ -526,8 +526,8 @@ paths:
         after percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the
         whole asset folder. `kind` is a kind name of the config or an inline spec, resolved as
         for `/v1/thumbnails` (anything else is 400 `badKind`); every thumbnail of it goes, at
-        every scale and in every format (a kind of the same size, mode, mask and crop shares
-        them). It reads the whole index: an operator's act, not a request's. Removing what is
+        every scale (or at the one it names, `contact-avatar@3x`) and in every format, and with
+        them those of any kind of the same size, mode, mask and crop. It reads the whole index: an operator's act, not a request's. Removing what is
         not cached removes nothing (200, zeros).
       parameters:
         - name: asset

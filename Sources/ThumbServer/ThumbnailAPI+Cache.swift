@@ -3,15 +3,15 @@ import ThumbPipeline
 
 /// `DELETE /v1/cache?asset=PATH`, `?prefix=FOLDER` or `?kind=KIND`: one asset's thumbnails
 /// (with its placeholder and failure record), those of every asset under a folder, or every
-/// thumbnail of a kind (all scales), from disk and memory. Paths are the index's: relative to the
-/// asset folder, percent-encoded in the query. A kind is a name of the config (or an inline spec),
-/// resolved as `GET /v1/thumbnails` does.
+/// thumbnail of a kind (all scales, or the one named: `contact-avatar@3x`), from disk and
+/// memory. Paths are the index's: relative to the asset folder, percent-encoded in the query. A
+/// kind is a name of the config (or an inline spec), resolved as `GET /v1/thumbnails` does.
 public struct CachePurgeCall: Sendable, Equatable {
     public enum Selection: Sendable, Equatable {
         case asset(String)
         case folder(String)
-        /// The kind as resolved, and as named.
-        case kind(SlotKind, name: String)
+        /// The kind as resolved, the scale when one was named (`contact-avatar@3x`), and the text.
+        case kind(SlotKind, scale: Int?, name: String)
     }
 
     public var selection: Selection
@@ -33,7 +33,8 @@ public struct CachePurgeCall: Sendable, Equatable {
         }
         let name = try PercentDecoding.decode(query["kind"] ?? "", field: "kind")
         do throws(SlotSpecError) {
-            return CachePurgeCall(selection: .kind(try catalog.resolve(name).kind, name: name))
+            let selection = try catalog.resolve(name)
+            return CachePurgeCall(selection: .kind(selection.kind, scale: selection.scale, name: name))
         } catch {
             throw APIError(400, "badKind", "'kind': \(error.description)")
         }
@@ -63,7 +64,7 @@ extension ThumbnailAPI {
         let (purge, selection): (CachePurge, [String: String]) = switch call.selection {
         case .asset(let path): (pipeline.purgeCache(asset: path), ["asset": path])
         case .folder(let folder): (pipeline.purgeCache(under: folder), ["prefix": folder])
-        case .kind(let kind, let name): (pipeline.purgeCache(kind: kind), ["kind": name])
+        case .kind(let kind, let scale, let name): (pipeline.purgeCache(kind: kind, scale: scale), ["kind": name])
         }
         return .json(200, ["removed": ["entries": purge.entries, "bytes": purge.bytes], "selection": selection])
     }

@@ -3,6 +3,10 @@ import ThumbPipeline
 import ThumbWorker
 
 extension ThumbnailAPI {
+    /// The render failures a file (not the daemon) causes, exported from the start.
+    static let seededFailureCodes = [ThumbFailure.undecodable(reason: ""), .tooLarge(reason: ""), .renderCrashed(reason: ""),
+                                     .renderTimedOut(reason: "")].map(\.disposition.code)
+
     /// Prometheus text exposition format.
     func metricsText() -> String {
         let metrics = pipeline.metrics
@@ -54,8 +58,12 @@ extension ThumbnailAPI {
         metric("thumbd_cancelled_total", "counter", "Requests cancelled by a slot release.", [("", Double(metrics.cancelled))])
         metric("thumbd_coalesced_total", "counter", "Requests that joined identical work already queued or running.", [("", Double(metrics.coalesced))])
         metric("thumbd_overloaded_total", "counter", "Requests refused because the queue was full.", [("", Double(metrics.overloaded))])
+        // The codes a file can cause are there from the start, at 0: a series that appears with
+        // its first failure hides that failure from rate() and increase().
+        var failures = Dictionary(uniqueKeysWithValues: Self.seededFailureCodes.map { ($0, 0) })
+        failures.merge(metrics.failuresByCode) { $1 }
         metric("thumbd_render_failures_total", "counter", "Renders that failed, by the failure's error code (undecodable, tooLarge, renderCrashed, …).",
-               metrics.failuresByCode.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+               failures.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
         metric("thumbd_render_cpu_seconds_total", "counter", "Thread CPU spent rendering.", [("", metrics.renderCPUSeconds)])
         metric("thumbd_wasted_render_cpu_seconds_total", "counter", "Thread CPU spent on renders nobody waited for any more.", [("", metrics.wastedCPUSeconds)])
         metric("thumbd_watcher_events_total", "counter", "Folder watcher events handled.", [("", Double(metrics.watcherEvents))])

@@ -55,8 +55,12 @@ import ThumbImaging
                       key("p/2.jpg", focused)]
         for key in avatars + others { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
 
+        // One scale first (contact-avatar@3x), then the rest.
+        let atThree = cache.purge(kindMarker: CacheKey.kindMarker(avatar), scale: 3)
+        #expect(atThree.entries == 2 && atThree.assetPaths == ["p/1.jpg", "p/2.jpg"], "\(atThree)")
+        #expect(cache.thumbnail(for: avatars[0]) != nil && cache.thumbnail(for: avatars[1]) == nil)
         let purge = cache.purge(kindMarker: CacheKey.kindMarker(avatar))
-        #expect(purge.entries == 4 && purge.bytes == 400 && purge.assetPaths == ["p/1.jpg", "p/2.jpg"], "\(purge)")
+        #expect(purge.entries == 2 && purge.bytes == 200 && purge.assetPaths == ["p/1.jpg", "p/2.jpg"], "\(purge)")
         for key in avatars { #expect(cache.thumbnail(for: key) == nil) }
         for key in others { #expect(cache.thumbnail(for: key) != nil, "\(key.descriptor)") }
         // A focus kind's thumbnails go whatever focus they were cropped around.

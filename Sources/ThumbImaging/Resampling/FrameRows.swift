@@ -1,9 +1,11 @@
-/// A decoded frame's 8-bit RGB rows, kept as they come, for an output whose Lanczos region is
-/// only known once the whole frame is seen (an attention crop that needs no block shrink).
-/// Bytes stay bytes: without a block shrink the frame is under twice the output along each
-/// side, so these 3 bytes a pixel weigh less than the output's own 16-byte float pixels. The
-/// Lanczos step then reads just the chosen region's columns (`RowResampler`), as a centred crop's
-/// does; resampling the whole frame's width to find the crop afterwards cost a quarter more.
+/// A decoded frame's 8-bit RGB rows, kept as they come, for outputs whose Lanczos region is
+/// only known once the whole frame is seen (attention crops that need no block shrink).
+/// Bytes stay bytes (3 a pixel, not the 16 of a float pixel): without a block shrink the frame
+/// is under 4 times the crop along its shorter side, a few times the output's own floats
+/// (9 MB for a 384-px grid cell of a 12-MP photo, decoded at 1/2); the decoder refuses to keep
+/// one over `maxDecoderMemoryBytes` (the crop is then centred). The Lanczos step then reads just
+/// the chosen region's columns (`RowResampler`), as a centred crop's does; resampling the whole
+/// frame's width to find the crop afterwards cost a quarter more.
 final class FrameRows {
     let width: Int
     let height: Int

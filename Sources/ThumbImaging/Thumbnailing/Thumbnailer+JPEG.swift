@@ -1,7 +1,8 @@
 extension Thumbnailer {
     /// JPEG: header → limits → DCT scale chosen from the geometry → rows in batches into the
-    /// block shrinker → Lanczos (or, with no block to shrink, rows straight into Lanczos). Never holds
-    /// the full-resolution frame unless no reduction is possible.
+    /// block shrinker → Lanczos (or, with no block to shrink, rows straight into Lanczos). Holds
+    /// the DCT-scaled frame only for an attention crop with no block to shrink (as bytes, one
+    /// frame for all such outputs, within `maxDecoderMemoryBytes`; past it the crop is centred).
     /// `selectsScans` false decodes every scan of a progressive file, `cropsColumns` false every
     /// column (the tests' references).
     func renderJPEG(_ source: SourceBytes, requests: [ThumbnailRequest], isCancelled: CancellationCheck?,
@@ -18,18 +19,28 @@ extension Thumbnailer {
             : nil
 
         let scaled = try decoder.start(scaleDenominator: denominator)
+        // Decoded dimensions are bounded by `limits.check` above: no overflow.
+        let frameFits = scaled.width * scaled.height * FrameRows.channels <= limits.maxDecoderMemoryBytes
+        var frame: FrameRows?
         let sinks = outputs.map { output -> JPEGRowSink in
             guard output.boxFactor == 1 else {
                 return .shrink(BoxShrinker(sourceWidth: scaled.width, sourceHeight: scaled.height, channels: 3, factor: output.boxFactor))
             }
             let shrink = Double(denominator)
-            if output.attention != nil { return .frame(FrameRows(width: scaled.width, height: scaled.height)) }
+            if output.attention != nil, frameFits {
+                let shared = frame ?? FrameRows(width: scaled.width, height: scaled.height)
+                frame = shared
+                return .frame(shared)
+            }
             return .resample(RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
         }
-        // The placeholder's shrink needs the whole frame: as a shrink sink it also turns column cropping off.
-        let fed = sinks + (placeholder.map { [.shrink($0.start(width: scaled.width, height: scaled.height, channels: 3))] } ?? [])
+        // Each sink fed once (outputs share the frame); the placeholder's shrink needs the whole
+        // frame: as a shrink sink it also turns column cropping off.
+        let fed = sinks.enumerated().filter { index, sink in
+            sink.frame == nil || !sinks[..<index].contains { $0.frame === sink.frame }
+        }.map(\.element) + (placeholder.map { [.shrink($0.start(width: scaled.width, height: scaled.height, channels: 3))] } ?? [])
         let columns = cropsColumns ? try Self.cropColumns(decoder, width: scaled.width, sinks: fed) : 0..<scaled.width
         let batchRows = 16
         let rowWidth = columns.count
@@ -85,12 +96,19 @@ extension Thumbnailer {
             let (pixels, crop) = switch sink {
             case let .shrink(shrinker): finish(shrinker.output, shrinkFactorX: shrink, shrinkFactorY: shrink, output: output)
             case let .resample(resampler):
+                // An attention output here had its frame over the memory limit: it keeps the centred crop.
                 (resampler.finish().pixelBuffer(), output.geometry.displayedCrop(for: output.orientation))
             case let .frame(frame):
                 finish(frame, shrink: shrink, output: output)
             }
+            var notes = warning.map { [$0] } ?? []
+            if output.attention != nil, case .resample = sink {
+                notes.append("attention crop skipped: the decoded frame \(scaled.width)x\(scaled.height) is over the "
+                             + "\(limits.maxDecoderMemoryBytes)-byte decoder memory limit; cropped at the centre")
+            }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
-                                    orientation: output.orientation, colorTransform: rgbTransform, warning: warning,
+                                    orientation: output.orientation, colorTransform: rgbTransform,
+                                    warning: notes.isEmpty ? nil : notes.joined(separator: "; "),
                                     skippedScanBytes: decoder.skippedScanBytes, crop: crop)
         }
     }

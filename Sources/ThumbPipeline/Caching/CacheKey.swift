@@ -54,7 +54,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// What every descriptor of `kind`'s thumbnails holds after its asset's part, at any scale,
     /// in any encoding (for a focus kind, around any focus): how `DELETE /v1/cache?kind=` finds
-    /// them. Another kind of the same shape and crop shares them (and so loses them too).
+    /// them. Thumbnails of another kind of the same shape and crop match as well, whatever their
+    /// encoding (those of the same encoding are the very same files).
     public static func kindMarker(_ kind: SlotKind) -> String {
         switch kind.effectiveCrop {
         case .centre, .attention: "|" + shape(of: kind) + cropPart(kind, focus: nil) + "|@"

@@ -378,11 +378,12 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         }
     }
 
-    /// Drops the thumbnails of one kind (every scale and encoding), found by `marker`
-    /// (`CacheKey.kindMarker`) in their descriptors after the asset's part, in one transaction.
-    /// The index has no column to look a kind up by, so this reads every row: an operator's
-    /// occasional act (about a second a million thumbnails), not a request's.
-    public func purge(kindMarker marker: String) -> CachePurge {
+    /// Drops the thumbnails of one kind (every encoding; every scale, or `scale` only), found by
+    /// `marker` (`CacheKey.kindMarker`) in their descriptors after the asset's part, in one
+    /// transaction. The index has no column to look a kind up by, so this reads every row under
+    /// the cache's lock: an operator's occasional act (about a second a million thumbnails, which
+    /// renders wait for), not a request's.
+    public func purge(kindMarker marker: String, scale: Int? = nil) -> CachePurge {
         state.withLock { (state: inout State) -> CachePurge in
             guard let database = state.database, !marker.isEmpty else { return CachePurge() }
             var digests: [String] = []
@@ -398,6 +399,8 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                         guard let found = descriptor.range(of: marker, options: .backwards),
                               descriptor.utf8.distance(from: descriptor.startIndex, to: found.lowerBound)
                                 >= versionPart + row.text(2).utf8.count else { return }
+                        // The scale follows the kind's part: "…|@3|jpeg|…".
+                        if let scale, !descriptor[found.lowerBound...].contains("|@\(scale)|") { return }
                         digests.append(row.text(0))
                         paths.insert(row.text(2))
                         files.append((row.text(3), row.int(4)))

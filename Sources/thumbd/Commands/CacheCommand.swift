@@ -17,7 +17,8 @@ struct CacheCommand: ThumbdCommand {
                   remembered failures, waiting pre-renders and focus points in the index
           purge   one asset's thumbnails (with its placeholder and failure record), those of every
                   asset under a folder (paths as the index keys them, relative to the asset folder), or
-                  every thumbnail of a kind of the config (or an inline spec), at every scale
+                  every thumbnail of a kind of the config (or an inline spec), at every scale or the
+                  one named (contact-avatar@3x)
           verify  every file checked against the index and every disagreement mended: files without
                   a row removed, rows whose file is missing, of another size or misnamed removed
                   (rendered again when asked); says what it found
@@ -125,8 +126,8 @@ struct CacheCommand: ThumbdCommand {
             case .folder(let folder)?: (purge, named) = (disk.purge(under: folder), "folder \(folder)/")
             case .kind(let name)?:
                 do throws(SlotSpecError) {
-                    let kind = try config.catalog.resolve(name).kind
-                    (purge, named) = (disk.purge(kindMarker: CacheKey.kindMarker(kind)), "kind \(name)")
+                    let selection = try config.catalog.resolve(name)
+                    (purge, named) = (disk.purge(kindMarker: CacheKey.kindMarker(selection.kind), scale: selection.scale), "kind \(name)")
                 } catch {
                     Console.error("thumbd cache: --kind: \(error.description)")
                     return .usage
