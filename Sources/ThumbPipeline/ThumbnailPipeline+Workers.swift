@@ -70,7 +70,7 @@ extension ThumbnailPipeline {
     /// One event per render, outside the lock: `rendered` (info) or `render-failed` (notice);
     /// a cancelled render is no event (its slot moved on).
     func logRenders(_ jobs: [RenderJob], outcomes: [Result<CachedThumbnail, ThumbFailure>], clients: [[String]], wallSeconds: Double) {
-        let milliseconds = Int((min(max(wallSeconds, 0), 1e6) * 1000).rounded())
+        let milliseconds = CheckedConversion.clampedInteger(wallSeconds * 1000, to: 0...1_000_000_000)
         for (index, (job, outcome)) in zip(jobs, outcomes).enumerated() {
             let kind = "\(job.request.kind.name)@\(job.request.scale)x"
             let waiting = index < clients.count ? clients[index] : []
