@@ -1,16 +1,22 @@
-// What the cell-aware work adds to a render (issue 12: under 3%): attention crops against centred
-// ones, and computing the placeholder against not, on the corpus's camera photos, for
-// contact-avatar@3x (48 pt circle fill, PNG for its mask), a photo-grid cell (128 pt square fill,
-// JPEG: the item of a 3-column grid 390 pt wide), and both avatar scales with the grid cell from
-// one decode (what the watcher and batch do with a new asset), in one process, interleaved.
+// What the cell-aware work adds to a render (issue 12: under 3%): placeholders and attention
+// crops against the centred crop without a placeholder (the render before issue 12), on the
+// corpus's camera photos, for contact-avatar@3x (48 pt circle fill, PNG for its mask), a
+// photo-grid cell (128 pt square fill, JPEG: the item of a 3-column grid 390 pt wide), and both
+// avatar scales with the grid cell from one decode (what the watcher and batch do with a new
+// asset), in one process, interleaved.
 //
 //   swift build -c release --product crop-bench && .build/release/crop-bench [--rounds 9] [--corpus DIR]
 //
-// A render is what a worker does for a miss: decode, shrink, crop, Lanczos, orientation, mask,
-// encode (`Thumbnailer.thumbnailSet`); "pixels only" stops before the encode (the stricter
-// denominator: an attention crop costs the same, the total less). Each round renders every photo
-// once per kind and variant, the variants' order rotating between rounds so none always runs on
-// a warm cache; a variant's time is the sum over the photos of each one's fastest round.
+// A version's first decode computes its placeholder and places its attention crops (the whole
+// frame decoded, the saliency map scored); the pipeline stores both, so every later render of
+// that version is handed the placement (`ThumbnailRequest.placedCentre`) and decodes only the
+// crop's columns, as a centred crop does. "attention, placed" is that later render; "attention,
+// unplaced" a shape's first render on a version whose placeholder is known (once a shape a
+// version). A render is what a worker does for a miss: decode, shrink, crop, Lanczos,
+// orientation, mask, encode (`Thumbnailer.thumbnailSet`); "pixels only" stops before the encode
+// (the stricter denominator). Each round renders every photo once per kind and variant, the
+// variants' order rotating between rounds so none always runs on a warm cache; a variant's time
+// is the sum over the photos of each one's fastest round.
 import Foundation
 import ThumbImaging
 
@@ -53,22 +59,40 @@ struct Variant {
     let name: String
     let crop: SlotKind.CropMode
     let placeholder: Bool
+    /// Handed the placement a first decode stored (a later render of the version).
+    let placed: Bool
     let encodes: Bool
 }
 let variants = [
-    Variant(name: "centre", crop: .centre, placeholder: false, encodes: true),
-    Variant(name: "attention", crop: .attention, placeholder: false, encodes: true),
-    Variant(name: "centre + placeholder", crop: .centre, placeholder: true, encodes: true),
-    Variant(name: "attention + placeholder", crop: .attention, placeholder: true, encodes: true),
-    Variant(name: "centre, pixels only", crop: .centre, placeholder: false, encodes: false),
-    Variant(name: "attention, pixels only", crop: .attention, placeholder: false, encodes: false),
+    Variant(name: "centre", crop: .centre, placeholder: false, placed: false, encodes: true),
+    Variant(name: "centre + placeholder", crop: .centre, placeholder: true, placed: false, encodes: true),
+    Variant(name: "first decode: attention + placeholder", crop: .attention, placeholder: true, placed: false, encodes: true),
+    Variant(name: "later: attention, placed", crop: .attention, placeholder: false, placed: true, encodes: true),
+    Variant(name: "attention, unplaced", crop: .attention, placeholder: false, placed: false, encodes: true),
+    Variant(name: "centre, pixels only", crop: .centre, placeholder: false, placed: false, encodes: false),
+    Variant(name: "attention placed, pixels only", crop: .attention, placeholder: false, placed: true, encodes: false),
 ]
 let thumbnailer = Thumbnailer()
 
-func render(_ source: SourceBytes, _ requests: [ThumbnailRequest], _ variant: Variant) throws {
+/// [job][photo]: where attention places each shape of the job, as the first decode stores it.
+let placements: [[[AttentionPlacement]]] = jobs.map { job in
+    sources.map { source in
+        let requests = job.requests.map { request in
+            var request = request
+            request.kind.crop = .attention
+            return request
+        }
+        return (try? thumbnailer.thumbnailSet(of: source, requests: requests, computesPlaceholder: false).placements) ?? []
+    }
+}
+
+func render(_ source: SourceBytes, _ requests: [ThumbnailRequest], _ variant: Variant, placements: [AttentionPlacement]) throws {
     let requests = requests.map { request in
         var request = request
         request.kind.crop = variant.crop
+        if variant.placed, let shape = request.placementShape {
+            request.placedCentre = placements.first { $0.shape == shape }?.centre
+        }
         return request
     }
     if variant.encodes {
@@ -88,7 +112,15 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 // adds time, so the minimum is the steadiest estimate of what the work itself costs.
 var best = Array(repeating: Array(repeating: [Double](repeating: .infinity, count: sources.count), count: variants.count),
                  count: jobs.count)
-for source in sources { for job in jobs { try render(source, job.requests, variants[0]) } }
+for (sourceIndex, source) in sources.enumerated() {
+    for (jobIndex, job) in jobs.enumerated() {
+        let placed = placements[jobIndex][sourceIndex]
+        // Every photo's every shape has room to move, or "placed" would measure centred crops.
+        precondition(placed.count == Set(job.requests.compactMap { var r = $0; r.kind.crop = .attention; return r.placementShape }).count,
+                     "\(files[sourceIndex]): attention placed \(placed.count) crops of \(job.name)")
+        try render(source, job.requests, variants[0], placements: placed)
+    }
+}
 for round in 0..<rounds {
     let order = variants.indices.map { (round + $0) % variants.count }
     for (kindIndex, job) in jobs.enumerated() {
@@ -96,7 +128,9 @@ for round in 0..<rounds {
             for variantIndex in order {
                 // Pixels without the encode exist for one thumbnail only (`render`).
                 if !variants[variantIndex].encodes && job.requests.count > 1 { continue }
-                let time = try seconds { try render(source, job.requests, variants[variantIndex]) }
+                let time = try seconds {
+                    try render(source, job.requests, variants[variantIndex], placements: placements[kindIndex][sourceIndex])
+                }
                 best[kindIndex][variantIndex][sourceIndex] = min(best[kindIndex][variantIndex][sourceIndex], time)
             }
         }

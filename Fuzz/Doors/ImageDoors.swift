@@ -15,7 +15,10 @@ enum ImageDoors {
 
     static let requests: [ThumbnailRequest] = {
         let avatar = SlotKind(name: "avatar", widthPoints: 48, heightPoints: 48, scales: [2], mode: .fill, mask: .circle)
-        let row = SlotKind(name: "row", widthPoints: 56, heightPoints: 40, scales: [3], mode: .fill, mask: .cornerRadius(points: 8))
+        // The row's crop is placed by attention, so the image doors run the saliency map and the
+        // worker-answer door has a request whose placement it may carry.
+        let row = SlotKind(name: "row", widthPoints: 56, heightPoints: 40, scales: [3], mode: .fill, mask: .cornerRadius(points: 8),
+                           crop: .attention)
         let large = SlotKind(name: "large", widthPoints: 256, heightPoints: 256)
         let tiny = SlotKind(name: "tiny", widthPoints: 3, heightPoints: 2, mode: .fill, upscale: true)
         var png = EncoderSettings()

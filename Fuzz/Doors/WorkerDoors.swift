@@ -5,7 +5,7 @@ import ThumbWorker
 /// may be compromised (hostile input in the strictest sense), and the order a worker decodes.
 enum WorkerDoors {
     /// The order every answer is checked against: request 1, the image doors' four kinds (fill
-    /// and circle, radius, fit, a tiny PNG upscale), default limits.
+    /// and circle, radius with an attention crop, fit, a tiny PNG upscale), default limits.
     static let requestID: UInt64 = 1
     static let limits = ImageLimits()
 
@@ -17,6 +17,7 @@ enum WorkerDoors {
             return false
         }
         _ = (answer.placeholder?.thumbHashBase64, answer.placeholder?.averageColorHex)
+        for placement in answer.placements { _ = (placement.shape.utf8.count, placement.centre.centreX + placement.centre.centreY) }
         // What the daemon does next with an accepted answer: its results, every one, in its own terms.
         for result in answer.results {
             switch result {

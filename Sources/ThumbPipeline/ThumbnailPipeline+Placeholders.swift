@@ -16,15 +16,31 @@ public enum PlaceholderState: Sendable, Equatable {
 /// A placeholder belongs to one asset version: each render of a version the index has none for
 /// computes it from the same decode (in process or in the worker) and stores it.
 extension ThumbnailPipeline {
-    /// Whether a decode of `asset` should compute its placeholder: the index has none for this version.
-    func wantsPlaceholder(of asset: AssetVersion) -> Bool {
-        disk.placeholder(of: asset) == nil
+    /// What a decode of `asset` is asked for, from one look-up of its row: the jobs' requests,
+    /// each attention crop handed the place an earlier decode of this version found for its
+    /// shape (so a JPEG decodes only the crop's columns), and whether the placeholder is still
+    /// to be computed (the index has none for this version).
+    func decodeOrder(_ jobs: [RenderJob], of asset: AssetVersion) -> (requests: [ThumbnailRequest], computesPlaceholder: Bool) {
+        let row = disk.storedPlaceholders(ofAssets: [asset.path])[asset.path]
+        let current = row?.version == asset.description ? row : nil
+        let requests = jobs.map { job in
+            var request = job.request
+            if let shape = request.placementShape, let placement = current?.placements.first(where: { $0.shape == shape }) {
+                request.placedCentre = placement.centre
+            }
+            return request
+        }
+        return (requests, current == nil)
     }
 
-    /// Stores a decode's placeholder under the version that was read.
-    func keep(_ placeholder: Placeholder?, of asset: AssetVersion) {
-        guard let placeholder else { return }
-        disk.storePlaceholder(placeholder, of: asset)
+    /// Stores what a decode learnt of the version that was read: its placeholder (the row, with
+    /// the decode's placements) or, when the row was there already, the placements it added.
+    func keep(_ placeholder: Placeholder?, placements: [AttentionPlacement], of asset: AssetVersion) {
+        guard let placeholder else {
+            disk.addPlacements(placements, of: asset)
+            return
+        }
+        disk.storePlaceholder(placeholder, placements: placements, of: asset)
         state.withLock { $0.metrics.placeholdersComputed += 1 }
     }
 

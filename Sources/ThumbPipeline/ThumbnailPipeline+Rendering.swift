@@ -21,15 +21,16 @@ extension ThumbnailPipeline {
         }
         let hook = checkpointHook
         let thumbnails: [Thumbnail]
+        let order = decodeOrder(jobs, of: asset)
         do {
-            let rendered = try thumbnailer.thumbnailSet(of: source, requests: jobs.map(\.request),
-                                                        computesPlaceholder: wantsPlaceholder(of: asset)) {
+            let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
+                                                        computesPlaceholder: order.computesPlaceholder) {
                 hook?()
                 return jobs.allSatisfy(\.isCancelled)
             }
             for job in jobs { job.noteDecodeStopped() }
             thumbnails = rendered.thumbnails
-            keep(rendered.placeholder, of: asset)
+            keep(rendered.placeholder, placements: rendered.placements, of: asset)
         } catch {
             let failure = ThumbFailure(error)
             if let record = failure.disposition.negativeRecord { disk.recordFailure(asset, record: record, reason: failure.reason) }

@@ -28,10 +28,11 @@ extension ThumbnailPipeline {
             let version = file.version
             // The shared decode stops only when every job of the group is cancelled.
             for job in jobs { job.whenCancelled { if jobs.allSatisfy(\.isCancelled) { supervisor.cancelCurrent() } } }
+            let order = decodeOrder(jobs, of: version)
             let outcome = supervisor.render(source: file.descriptor, status: version.fileStatus, label: path,
-                                            requests: jobs.map(\.request), limits: configuration.limits,
+                                            requests: order.requests, limits: configuration.limits,
                                             tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds,
-                                            computesPlaceholder: wantsPlaceholder(of: version),
+                                            computesPlaceholder: order.computesPlaceholder,
                                             isCancelled: { jobs.allSatisfy(\.isCancelled) })
             for job in jobs {
                 job.whenCancelled(nil)
@@ -50,7 +51,7 @@ extension ThumbnailPipeline {
                     change = "\(path) was modified while being rendered"
                     continue
                 }
-                keep(answer.placeholder, of: version)
+                keep(answer.placeholder, placements: answer.placements, of: version)
                 return (accept(answer, of: version, for: jobs), workerCPUSeconds)
             case .crashed(let death):
                 workerCPUSeconds += death.cpuSeconds

@@ -45,7 +45,8 @@ import ThumbWorker
             ("every-field.bin", WorkerRenderOrder(requestID: 0xFEED, status: status, label: "sub/dir/ïmage.heic", limits: limits, tuning: tuning,
                                                   requests: [ThumbnailRequest(kind: grid, scale: 3, encoder: everyField, appliesOrientation: false,
                                                                               focus: FocusRegion(x: 0.25, y: 0.125, width: 0.5, height: 0.25)),
-                                                             ThumbnailRequest(kind: requests[1].kind, scale: 3, encoder: avif)],
+                                                             ThumbnailRequest(kind: requests[1].kind, scale: 3, encoder: avif,
+                                                                              placedCentre: FocusRegion(x: 0.625, y: 0.5))],
                                                   computesPlaceholder: true)),
         ]
     }
@@ -63,7 +64,7 @@ import ThumbWorker
     }
 
     /// Answers to the order the worker-answer door checks against (`WorkerDoors`): real
-    /// thumbnails of a corpus-sized image, each failure kind, and a placeholder.
+    /// thumbnails of a corpus-sized image, each failure kind, a placeholder and the row's placement.
     static var answers: [(name: String, answer: WorkerAnswer)] {
         get throws {
             var pixels = [UInt8](repeating: 0, count: 64 * 48 * 3)
@@ -81,7 +82,8 @@ import ThumbWorker
                 .failure(.imaging(.cancelled)),
             ]
             return [
-                ("four-thumbnails.bin", WorkerAnswer(results: thumbnails, cpuSeconds: 0.0125, placeholder: rendered.placeholder ?? placeholder)),
+                ("four-thumbnails.bin", WorkerAnswer(results: thumbnails, cpuSeconds: 0.0125, placeholder: rendered.placeholder ?? placeholder,
+                                                     placements: rendered.placements)),
                 ("mixed-failures.bin", WorkerAnswer(results: [thumbnails[0], failures[0], thumbnails[2], failures[1]], cpuSeconds: 0.5)),
                 ("every-failure.bin", WorkerAnswer(results: failures, cpuSeconds: 0)),
             ]

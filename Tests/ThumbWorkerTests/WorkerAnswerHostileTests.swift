@@ -35,6 +35,7 @@ import ThumbSystem
         thumbnail(&writer)
         thumbnail(&writer, width: 256, height: 170)
         writer.bool(false) // no placeholder
+        writer.count(0) // no placements
     }
 
     func problem(_ frame: [UInt8], requestID: UInt64 = 9) -> WorkerProtocolError? {
@@ -115,6 +116,7 @@ import ThumbSystem
                 first(&writer)
                 Self.thumbnail(&writer)
                 writer.bool(false)
+                writer.count(0)
             }
         }
         let cases: [(String, [UInt8])] = [
@@ -152,6 +154,7 @@ import ThumbSystem
                 writer.bool(true)
                 writer.data(hash)
                 for _ in 0..<4 { writer.uint8(200) }
+                writer.count(0)
             }
         }
         func problem(_ frame: [UInt8]) -> WorkerProtocolError? {
@@ -167,6 +170,50 @@ import ThumbSystem
         #expect(problem(answer(hash: [1, 2, 3]))?.field == "answer.placeholder.thumbHash")
     }
 
+    /// Placements name a request whose crop attention places, once, with a point of the unit square.
+    @Test func placementsOutOfBoundsAreRefused() {
+        var requests = Self.requests
+        requests[0].kind.crop = .attention
+        func answer(_ placements: [(index: Int, x: Double, y: Double)], count: Int? = nil) -> [UInt8] {
+            Self.frame { writer in
+                writer.double(0)
+                writer.count(2)
+                Self.thumbnail(&writer)
+                Self.thumbnail(&writer)
+                writer.bool(false)
+                writer.count(count ?? placements.count)
+                for placement in placements {
+                    writer.count(placement.index)
+                    writer.double(placement.x)
+                    writer.double(placement.y)
+                }
+            }
+        }
+        func decoded(_ frame: [UInt8]) -> Result<WorkerAnswer, WorkerProtocolError> {
+            Result { () throws(WorkerProtocolError) in
+                try WorkerAnswer.decode(frame: frame, requestID: 9, requests: requests, limits: Self.limits)
+            }
+        }
+        let valid = try? decoded(answer([(0, 0.25, 1)])).get()
+        #expect(valid?.placements == [AttentionPlacement(shape: "96x96c", centre: FocusRegion(x: 0.25, y: 1)!)])
+        let cases: [(String, [UInt8])] = [
+            ("answer.placements.count", answer([(0, 0.5, 0.5)], count: 3)),
+            ("answer.placements[0].request", answer([(2, 0.5, 0.5)])),
+            ("answer.placements[0].request", answer([(1, 0.5, 0.5)])), // `large` is a fit: nothing to place
+            ("answer.placements[1].request", answer([(0, 0.5, 0.5), (0, 0.5, 0.5)])),
+            ("answer.placements[0].centre", answer([(0, .nan, 0.5)])),
+            ("answer.placements[0].centre", answer([(0, 0.5, 1.5)])),
+            ("answer.placements[0].centre", answer([(0, -0.0001, 0.5)])),
+        ]
+        for (field, frame) in cases {
+            guard case .failure(let error) = decoded(frame) else {
+                Issue.record("\(field): decoded")
+                continue
+            }
+            #expect(error.field == field, "\(field): \(error)")
+        }
+    }
+
     /// A PNG where the request asked for JPEG is a lie about the format.
     @Test func formatTheRequestDidNotAllowIsRefused() {
         var requests = Self.requests
@@ -177,6 +224,7 @@ import ThumbSystem
             Self.thumbnail(&writer, format: 1, bytes: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
             Self.thumbnail(&writer)
             writer.bool(false)
+            writer.count(0)
         }
         #expect(throws: WorkerProtocolError.self) {
             try WorkerAnswer.decode(frame: png, requestID: 9, requests: requests, limits: Self.limits)

@@ -34,6 +34,26 @@ import ThumbSystem
         }
     }
 
+    /// Attention crops placed in the worker come back as placements, the same as in process; a
+    /// request handed its placement is cropped there and places nothing.
+    @Test func attentionPlacementsComeBackAsInProcess() throws {
+        let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: WorkerRestartCounters())
+        defer { supervisor.shutdown() }
+        var requests = WorkerFixture.requests
+        requests[0].kind.crop = .attention
+        requests[1].kind.crop = .attention
+        let path = WorkerFixture.corpusFile("exif-orientation/Landscape_6.jpg")
+        let source = try SourceBytes.read(path: path, maxBytes: 1 << 30)
+        let local = try Thumbnailer().thumbnailSet(of: source, requests: requests, computesPlaceholder: false)
+        let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path, requests: requests))
+        #expect(answer.placements.count == 2 && answer.placements == local.placements)
+        requests[0].placedCentre = answer.placements[0].centre
+        let placed = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path, requests: requests))
+        #expect(placed.placements == [answer.placements[1]])
+        let (again, first) = (try placed.results[0].get().crop, try answer.results[0].get().crop)
+        #expect(abs(again.x - first.x) < 0.5 && abs(again.y - first.y) < 0.5 && again.width == first.width, "\(again) against \(first)")
+    }
+
     /// Files the manifest says must fail (a broken PNG, a broken JPEG, a dimension bomb): the
     /// same typed failure in the worker as in process.
     @Test(arguments: ["pngsuite/xc1n0g08.png", "edge-cases/jpeg-decoder/tests/crashtest/images/derive-huffman-codes-overflow.jpg",

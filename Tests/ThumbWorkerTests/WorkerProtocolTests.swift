@@ -30,7 +30,8 @@ import ThumbSystem
         return WorkerRenderOrder(requestID: 42, status: status, label: "sub/dir/ïmage.jpg", limits: limits, tuning: tuning, requests: [
             ThumbnailRequest(kind: rounded, scale: 3, encoder: encoder, appliesOrientation: false,
                              focus: FocusRegion(x: 0.125, y: 0.5, width: 0.25, height: 0.5)),
-            ThumbnailRequest(kind: WorkerFixture.avatar, scale: -7, focus: FocusRegion(x: 1, y: 0)),
+            ThumbnailRequest(kind: WorkerFixture.avatar, scale: -7, focus: FocusRegion(x: 1, y: 0),
+                             placedCentre: FocusRegion(x: 0.375, y: 1)),
             ThumbnailRequest(kind: WorkerFixture.large, scale: 1),
         ], computesPlaceholder: true)
     }
@@ -42,6 +43,38 @@ import ThumbSystem
         #expect(decoded.limits == order.limits && decoded.requestID == 42)
         #expect(decoded.tuning.dctMargin == 2.5 && decoded.tuning.boxMargin.isNaN)
         #expect(decoded.computesPlaceholder && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
+        #expect(decoded.requests[1].placedCentre == FocusRegion(x: 0.375, y: 1) && decoded.requests[0].placedCentre == nil)
+    }
+
+    @Test func aPlacedCentreOutsideTheUnitSquareIsRefused() throws {
+        let frame = try Self.order.encode()
+        let needle = withUnsafeBytes(of: 0.375.bitPattern.littleEndian, Array.init)
+        let patched = Self.replacing(needle, with: withUnsafeBytes(of: (-0.5).bitPattern.littleEndian, Array.init), in: frame)
+        #expect(patched != frame)
+        #expect(throws: WorkerProtocolError(field: "render.requests[1].placedCentre", problem: "-0.5,1.0 is not a point of the unit square")) {
+            try WorkerRenderOrder.decode(frame: patched)
+        }
+    }
+
+    @Test func answerCarriesPlacementsOfTheOrdersAttentionCrops() throws {
+        let order = Self.order // request 0 is an attention crop (rounded, 56.5 pt at @3x); 1 and 2 are not
+        let shape = try #require(order.requests[0].placementShape)
+        let jpeg = Thumbnail(encoded: [0xFF, 0xD8, 0xFF, 0xE0], format: .jpeg, width: 4, height: 3, warning: nil,
+                             crop: CropRectangle(x: 0, y: 0, width: 4, height: 3))
+        var answer = WorkerAnswer(results: [.success(jpeg), .success(jpeg), .success(jpeg)], cpuSeconds: 0.5,
+                                  placements: [AttentionPlacement(shape: shape, centre: FocusRegion(x: 0.125, y: 0.75)!)])
+        var requests = order.requests
+        requests[0].encoder.format = .auto
+        var sent = order
+        sent.requests = requests
+        let decoded = try WorkerAnswer.decode(frame: answer.encode(for: sent), requestID: 42, requests: requests, limits: order.limits,
+                                              computesPlaceholder: true)
+        #expect(decoded.placements == answer.placements)
+        // A placement of a shape no request has is not sent (the daemon could not key it).
+        answer.placements = [AttentionPlacement(shape: "1x1", centre: FocusRegion(x: 0, y: 0)!)]
+        let none = try WorkerAnswer.decode(frame: answer.encode(for: sent), requestID: 42, requests: requests, limits: order.limits,
+                                           computesPlaceholder: true)
+        #expect(none.placements.isEmpty)
     }
 
     @Test func aFocusOutsideTheUnitSquareIsRefused() throws {
@@ -113,7 +146,7 @@ import ThumbSystem
         #expect(Mirror(reflecting: ShrinkPlan.Tuning()).children.count == 2)
         #expect(Mirror(reflecting: EncoderSettings()).children.count == 8)
         #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 9)
-        #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 5)
+        #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 6)
         #expect(Mirror(reflecting: Self.status).children.count == 4)
         let crop = CropRectangle(x: 0, y: 0, width: 1, height: 1)
         #expect(Mirror(reflecting: Thumbnail(encoded: [], format: .png, width: 1, height: 1, warning: nil, crop: crop)).children.count == 6)

@@ -1,7 +1,8 @@
 extension Thumbnailer {
     /// Where a request's crop goes before anything is decoded: centred, or on the asset's focus
-    /// (placed in the displayed frame, then mapped to the stored one); an attention crop is only
-    /// marked here and placed by `finish(_:output:)` on the shrunk frame.
+    /// (placed in the displayed frame, then mapped to the stored one), or where attention placed
+    /// it on an earlier decode (`placedCentre`); an attention crop is otherwise only marked here
+    /// and placed by `finish(_:output:)` on the shrunk frame.
     func cropPlan(_ request: ThumbnailRequest, storedWidth: Int, storedHeight: Int, orientation: Orientation) -> OutputPlan {
         let kind = request.kind
         let shown = orientation.displayedSize(width: storedWidth, height: storedHeight)
@@ -16,6 +17,10 @@ extension Thumbnailer {
             case let (.focus, focus?):
                 displayed = displayed.placed(on: focus)
             case (.attention, _), (.focus, nil):
+                if let placed = request.placedCentre {
+                    displayed = displayed.placed(on: placed)
+                    break
+                }
                 // The same pixels per point as `Mask.apply` gets for this output in `renderAll`.
                 let filled = max(Double(displayed.outputWidth) / Double(slot.width),
                                  Double(displayed.outputHeight) / Double(slot.height))

@@ -32,7 +32,8 @@ extension Thumbnailer {
             let (resampled, crop) = finish(shrinker.output, shrinkFactorX: loadedX * Double(box),
                                            shrinkFactorY: loadedY * Double(box), output: output)
             return DecodedThumbnail(pixels: resampled, storedWidth: loader.storedWidth, storedHeight: loader.storedHeight,
-                                    orientation: output.orientation, colorTransform: transform, warning: frame.warning, crop: crop)
+                                    orientation: output.orientation, colorTransform: transform, warning: frame.warning, crop: crop,
+                                    attentionPlaced: output.attention != nil)
         }
     }
 }

@@ -102,14 +102,16 @@ extension Thumbnailer {
                 finish(frame, shrink: shrink, output: output)
             }
             var notes = warning.map { [$0] } ?? []
+            var attentionPlaced = output.attention != nil
             if output.attention != nil, case .resample = sink {
+                attentionPlaced = false
                 notes.append("attention crop skipped: the decoded frame \(scaled.width)x\(scaled.height) is over the "
                              + "\(limits.maxDecoderMemoryBytes)-byte decoder memory limit; cropped at the centre")
             }
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.storedWidth, storedHeight: decoder.storedHeight,
                                     orientation: output.orientation, colorTransform: rgbTransform,
                                     warning: notes.isEmpty ? nil : notes.joined(separator: "; "),
-                                    skippedScanBytes: decoder.skippedScanBytes, crop: crop)
+                                    skippedScanBytes: decoder.skippedScanBytes, crop: crop, attentionPlaced: attentionPlaced)
         }
     }
 }

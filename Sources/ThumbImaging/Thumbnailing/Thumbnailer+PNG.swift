@@ -55,7 +55,8 @@ extension Thumbnailer {
             let box = Double(output.boxFactor)
             let (pixels, crop) = finish(shrinker.output, shrinkFactorX: box, shrinkFactorY: box, output: output)
             return DecodedThumbnail(pixels: pixels, storedWidth: decoder.width, storedHeight: decoder.height,
-                                    orientation: .up, colorTransform: transform, warning: warning, crop: crop)
+                                    orientation: .up, colorTransform: transform, warning: warning, crop: crop,
+                                    attentionPlaced: output.attention != nil)
         }
     }
 }

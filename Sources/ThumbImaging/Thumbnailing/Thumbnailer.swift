@@ -9,14 +9,19 @@ public struct ThumbnailRequest: Sendable, Equatable {
     /// The asset's focus, if it has one: a `fill` crop of a `.focus` kind keeps it nearest the
     /// slot's centre (a `.centre` or `.attention` kind ignores it).
     public var focus: FocusRegion?
+    /// Where attention placed this output's crop on an earlier decode of the same version (a
+    /// point: `AttentionPlacement.centre`): the crop goes there without placing it again, so a
+    /// JPEG decodes only the crop's columns. Ignored unless attention would place the crop.
+    public var placedCentre: FocusRegion?
 
     public init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true,
-                focus: FocusRegion? = nil) {
+                focus: FocusRegion? = nil, placedCentre: FocusRegion? = nil) {
         self.kind = kind
         self.scale = scale
         self.encoder = encoder
         self.appliesOrientation = appliesOrientation
         self.focus = focus
+        self.placedCentre = placedCentre
     }
 }
 
@@ -30,6 +35,9 @@ public struct RenderedImage: Sendable {
     public var warning: String?
     /// What part of the displayed source the pixels show.
     public var crop: CropRectangle
+    /// Where attention placed the crop in this decode, for later renders of this version (nil
+    /// when it did not: no attention crop, one handed its place, or one the memory limit centred).
+    public var placement: AttentionPlacement?
 }
 
 /// An encoded thumbnail.
@@ -44,10 +52,12 @@ public struct Thumbnail: Sendable {
     public var crop: CropRectangle
 }
 
-/// The thumbnails of one decode, and the source's placeholder when it was asked for.
+/// The thumbnails of one decode, the source's placeholder when it was asked for, and where
+/// attention placed the crops it placed (one per shape).
 public struct ThumbnailSet: Sendable {
     public var thumbnails: [Thumbnail]
     public var placeholder: Placeholder?
+    public var placements: [AttentionPlacement]
 }
 
 /// Checked between batches of decoded rows, from inside libjpeg while a progressive file's scans
@@ -97,7 +107,11 @@ public struct Thumbnailer: Sendable {
             thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height,
                                         warning: image.warning, crop: image.crop))
         }
-        return ThumbnailSet(thumbnails: thumbnails, placeholder: placeholder)
+        var placements: [AttentionPlacement] = []
+        for placement in rendered.compactMap(\.placement) where !placements.contains(where: { $0.shape == placement.shape }) {
+            placements.append(placement)
+        }
+        return ThumbnailSet(thumbnails: thumbnails, placeholder: placeholder, placements: placements)
     }
 
     /// Renders to pixels (sRGB, straight alpha), without encoding.
@@ -139,8 +153,13 @@ public struct Thumbnailer: Sendable {
             let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
             Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
             let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
+            let placement = decoded.attentionPlaced
+                ? request.placementShape.flatMap { shape in
+                    decoded.crop.centre(inWidth: Double(shown.width), height: Double(shown.height))
+                        .map { AttentionPlacement(shape: shape, centre: $0) }
+                } : nil
             return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
-                                 crop: decoded.crop)
+                                 crop: decoded.crop, placement: placement)
         }
         return (images, sampler?.placeholder())
     }
@@ -208,4 +227,6 @@ struct DecodedThumbnail {
     var skippedScanBytes = 0
     /// The crop used, in the displayed source's pixels.
     var crop = CropRectangle(x: 0, y: 0, width: 0, height: 0)
+    /// Whether attention placed that crop on this decode's pixels.
+    var attentionPlaced = false
 }

@@ -8,7 +8,7 @@ import ThumbSystem
 /// totals, eviction. Reconciling the files with it is `DiskCache+Reconcile.swift`.
 extension DiskCache {
     /// PRAGMA user_version of the schema below.
-    static let schemaVersion: Int64 = 4
+    static let schemaVersion: Int64 = 5
 
     /// Negative entries; `record` is a `NegativeRecord` raw value.
     static let failuresTable = """
@@ -34,12 +34,15 @@ extension DiskCache {
     /// Per asset: its placeholder, valid for the version it was computed from (`version` is
     /// `AssetVersion.description`; a file that changed has none until it is decoded again), and
     /// the focus its owner set (kept across edits of the file, gone with the asset; see README).
+    /// `placements` are where attention placed that version's crops (`AttentionPlacement`, as
+    /// `DiskCache.placementsText` writes them), NULL or empty before any was placed.
     static let assetTables = """
         CREATE TABLE placeholders (
             asset_path TEXT PRIMARY KEY NOT NULL,
             version TEXT NOT NULL,
             thumbhash BLOB NOT NULL,
-            average_rgba INTEGER NOT NULL
+            average_rgba INTEGER NOT NULL,
+            placements TEXT
         );
         CREATE TABLE focus (
             asset_path TEXT PRIMARY KEY NOT NULL,
@@ -68,7 +71,7 @@ extension DiskCache {
         \(failuresTable)
         \(backlogTable)
         \(assetTables)
-        PRAGMA user_version = 4;
+        PRAGMA user_version = 5;
         """
 
     /// Version 1 kept a failure's kind as text; its negative entries are dropped (they are
@@ -94,7 +97,14 @@ extension DiskCache {
         DROP TABLE IF EXISTS placeholders;
         DROP TABLE IF EXISTS focus;
         \(assetTables)
-        PRAGMA user_version = 4;
+        PRAGMA user_version = 5;
+        """
+
+    /// Version 4 had no attention placements: every row is kept, and a version's placements are
+    /// found again by its next attention render.
+    static let upgradeFromVersion4 = """
+        ALTER TABLE placeholders ADD COLUMN placements TEXT;
+        PRAGMA user_version = 5;
         """
 
     /// SQLite's page cache for the one connection, KiB (negative `cache_size`): the default
@@ -190,6 +200,9 @@ extension DiskCache {
                     }
                     try database.exec(upgradeFromVersion3)
                 }
+            }
+            if try database.scalar("PRAGMA user_version") == 4 {
+                try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion4) }
             }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:

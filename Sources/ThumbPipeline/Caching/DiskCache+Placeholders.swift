@@ -5,30 +5,36 @@ public struct StoredPlaceholder: Sendable, Equatable {
     /// `AssetVersion.description` of the decoded file.
     public var version: String
     public var placeholder: Placeholder
+    /// Where attention placed this version's crops, one a shape.
+    public var placements: [AttentionPlacement]
 
-    public init(version: String, placeholder: Placeholder) {
+    public init(version: String, placeholder: Placeholder, placements: [AttentionPlacement] = []) {
         self.version = version
         self.placeholder = placeholder
+        self.placements = placements
     }
 }
 
-/// The `placeholders` table (schema 4): one row an asset path, replaced when another version of
-/// the file is decoded, removed with the asset (`removeThumbnails(ofAssets:)`, `(under:)`).
+/// The `placeholders` table (schema 5): one row an asset path, replaced when another version of
+/// the file is decoded, removed with the asset (`removeThumbnails(ofAssets:)`, `(under:)`); the
+/// version's attention placements live in the same row, so they go with it.
 extension DiskCache {
     /// Paths a batch look-up takes at most (the HTTP door allows fewer).
     public static let maxPlaceholderLookupPaths = 1000
 
     /// Stores (or replaces) the placeholder of `asset`'s version. A hash that does not fit the
     /// format is refused rather than stored.
-    public func storePlaceholder(_ placeholder: Placeholder, of asset: AssetVersion) {
+    public func storePlaceholder(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
         guard (5...ThumbHash.maxBytes).contains(placeholder.thumbHash.count) else { return }
         let packed = Int64(placeholder.averageRed) << 24 | Int64(placeholder.averageGreen) << 16
             | Int64(placeholder.averageBlue) << 8 | Int64(placeholder.averageAlpha)
         state.withLock { state in
             guard let database = state.database else { return }
             do throws(SQLiteError) {
-                try database.execute("INSERT OR REPLACE INTO placeholders (asset_path, version, thumbhash, average_rgba) VALUES (?, ?, ?, ?)",
-                                     [.text(asset.path), .text(asset.description), .blob(placeholder.thumbHash), .integer(packed)])
+                try database.execute(
+                    "INSERT OR REPLACE INTO placeholders (asset_path, version, thumbhash, average_rgba, placements) VALUES (?, ?, ?, ?, ?)",
+                    [.text(asset.path), .text(asset.description), .blob(placeholder.thumbHash), .integer(packed),
+                     .text(Self.placementsText(placements))])
             } catch {
                 recover(from: error, &state)
             }
@@ -49,9 +55,11 @@ extension DiskCache {
             var found: [String: StoredPlaceholder] = [:]
             do throws(SQLiteError) {
                 for path in paths.prefix(Self.maxPlaceholderLookupPaths) where found[path] == nil {
-                    try database.query("SELECT version, thumbhash, average_rgba FROM placeholders WHERE asset_path = ?", [.text(path)]) { row in
+                    try database.query("SELECT version, thumbhash, average_rgba, placements FROM placeholders WHERE asset_path = ?",
+                                       [.text(path)]) { row in
                         if let placeholder = Self.placeholder(hash: row.blob(1), packed: row.integer(2)) {
-                            found[path] = StoredPlaceholder(version: row.text(0), placeholder: placeholder)
+                            found[path] = StoredPlaceholder(version: row.text(0), placeholder: placeholder,
+                                                            placements: Self.placements(text: row.text(3)))
                         }
                     }
                 }
@@ -61,6 +69,53 @@ extension DiskCache {
             }
             return found
         }
+    }
+
+    /// Adds placements to the row of exactly `asset`'s version (a shape already placed keeps its
+    /// place); none is stored without that row, since a version's first decode writes it.
+    public func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion) {
+        guard !placements.isEmpty else { return }
+        state.withLock { state in
+            guard let database = state.database else { return }
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    var stored: String?
+                    try database.query("SELECT placements FROM placeholders WHERE asset_path = ? AND version = ?",
+                                       [.text(asset.path), .text(asset.description)]) { stored = $0.text(0) }
+                    guard let stored else { return }
+                    var merged = Self.placements(text: stored)
+                    for placement in placements where !merged.contains(where: { $0.shape == placement.shape }) {
+                        merged.append(placement)
+                    }
+                    try database.execute("UPDATE placeholders SET placements = ? WHERE asset_path = ? AND version = ?",
+                                         [.text(Self.placementsText(merged)), .text(asset.path), .text(asset.description)])
+                }
+            } catch {
+                recover(from: error, &state)
+            }
+        }
+    }
+
+    /// Shapes one row keeps at most: a deployment has a handful of attention kinds and scales.
+    static let maxPlacementsPerVersion = 64
+
+    /// `shape x y` entries joined by `;`, the centre in Swift's shortest round-tripping decimals.
+    static func placementsText(_ placements: [AttentionPlacement]) -> String {
+        placements.prefix(maxPlacementsPerVersion).map { "\($0.shape) \($0.centre.x) \($0.centre.y)" }.joined(separator: ";")
+    }
+
+    /// The inverse; an entry that does not parse (a damaged row) is skipped, so that shape is
+    /// placed again by its next render.
+    static func placements(text: String) -> [AttentionPlacement] {
+        var placements: [AttentionPlacement] = []
+        for entry in text.split(separator: ";").prefix(maxPlacementsPerVersion) {
+            let fields = entry.split(separator: " ")
+            guard fields.count == 3, fields[0].utf8.count <= AttentionPlacement.maxShapeBytes,
+                  let x = Double(fields[1]), let y = Double(fields[2]), let centre = FocusRegion(x: x, y: y),
+                  !placements.contains(where: { $0.shape == fields[0] }) else { continue }
+            placements.append(AttentionPlacement(shape: String(fields[0]), centre: centre))
+        }
+        return placements
     }
 
     /// Number of stored placeholders (for tests and metrics).

@@ -14,7 +14,7 @@ extension WorkerAnswer {
     }
 
     /// The fixed part of one result (tags, sides, lengths and one string: a warning or a reason).
-    static let maxResultOverheadBytes = 64 + WorkerProtocol.maxStringBytes
+    static let maxResultOverheadBytes = 96 + WorkerProtocol.maxStringBytes
 
     /// The bound of an answer to `requestCount` requests: each the largest output `limits` allow
     /// (`maxOutputPixels`, of which the widest side is at most 8192) at the worst case of
@@ -125,6 +125,20 @@ extension FrameReader {
 }
 
 extension FrameWriter {
+    /// Each placement as the index of the order's request it was placed for (the daemon knows
+    /// that request's shape) and the crop's centre.
+    mutating func placements(_ placements: [AttentionPlacement], of requests: [ThumbnailRequest]) {
+        let indexed = placements.compactMap { placement in
+            requests.firstIndex { $0.placementShape == placement.shape }.map { ($0, placement.centre) }
+        }
+        count(indexed.count)
+        for (index, centre) in indexed {
+            count(index)
+            double(centre.x)
+            double(centre.y)
+        }
+    }
+
     mutating func placeholder(_ placeholder: Placeholder?) {
         bool(placeholder != nil)
         guard let placeholder else { return }
@@ -146,6 +160,24 @@ extension FrameReader {
             throw WorkerProtocolError(field: field, problem: "\(x),\(y) \(width)x\(height) is not inside a \(side.upperBound)-pixel side")
         }
         return CropRectangle(x: x, y: y, width: width, height: height)
+    }
+
+    /// Placements for the order's attention crops: at most one a request, each naming one whose
+    /// crop attention places, its centre a point of the unit square.
+    mutating func placements(_ field: String, requests: [ThumbnailRequest]) throws(WorkerProtocolError) -> [AttentionPlacement] {
+        let count = try count(max: requests.count, field + ".count")
+        var placements: [AttentionPlacement] = []
+        for entry in 0..<count {
+            let index = try self.count(max: requests.count - 1, "\(field)[\(entry)].request")
+            guard let shape = requests[index].placementShape else {
+                throw WorkerProtocolError(field: "\(field)[\(entry)].request", problem: "request \(index) has no attention crop")
+            }
+            guard !placements.contains(where: { $0.shape == shape }) else {
+                throw WorkerProtocolError(field: "\(field)[\(entry)].request", problem: "a second placement of \(shape)")
+            }
+            placements.append(AttentionPlacement(shape: shape, centre: try point("\(field)[\(entry)].centre")))
+        }
+        return placements
     }
 
     /// A placeholder of a ThumbHash of 5...`ThumbHash.maxBytes` bytes and a colour, or none.

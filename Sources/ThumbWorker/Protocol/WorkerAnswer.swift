@@ -23,11 +23,15 @@ package struct WorkerAnswer: Sendable {
     package var cpuSeconds: Double
     /// The source's placeholder, when the order asked for it and the decode succeeded.
     package var placeholder: Placeholder?
+    /// Where attention placed the order's crops (`ThumbnailSet.placements`).
+    package var placements: [AttentionPlacement]
 
-    package init(results: [Result<Thumbnail, WorkerRenderFailure>], cpuSeconds: Double, placeholder: Placeholder? = nil) {
+    package init(results: [Result<Thumbnail, WorkerRenderFailure>], cpuSeconds: Double, placeholder: Placeholder? = nil,
+                 placements: [AttentionPlacement] = []) {
         self.results = results
         self.cpuSeconds = cpuSeconds
         self.placeholder = placeholder
+        self.placements = placements
     }
 
     /// Longest CPU time an answer may claim: a render runs seconds, never days; the bound keeps a
@@ -70,6 +74,7 @@ package struct WorkerAnswer: Sendable {
             writer.result(result)
         }
         writer.placeholder(order.computesPlaceholder ? placeholder : nil)
+        writer.placements(placements, of: order.requests)
         // Cannot fail: every result was fitted within the bound above.
         return (try? writer.finish(maxPayloadBytes: bound)) ?? []
     }
@@ -98,7 +103,8 @@ package struct WorkerAnswer: Sendable {
         if placeholder != nil && !computesPlaceholder {
             throw WorkerProtocolError(field: "answer.placeholder", problem: "a placeholder the order did not ask for")
         }
+        let placements = try reader.placements("answer.placements", requests: requests)
         try reader.finish()
-        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds, placeholder: placeholder)
+        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds, placeholder: placeholder, placements: placements)
     }
 }

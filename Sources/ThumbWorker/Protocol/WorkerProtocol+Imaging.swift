@@ -41,6 +41,11 @@ extension FrameWriter {
             double(focus.width)
             double(focus.height)
         }
+        bool(request.placedCentre != nil)
+        if let centre = request.placedCentre {
+            double(centre.x)
+            double(centre.y)
+        }
     }
 
     mutating func kind(_ kind: SlotKind) {
@@ -115,7 +120,21 @@ extension FrameReader {
             }
             focus = region
         }
-        return ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, appliesOrientation: appliesOrientation, focus: focus)
+        var placedCentre: FocusRegion?
+        if try bool(field + ".placedCentre") {
+            placedCentre = try point(field + ".placedCentre")
+        }
+        return ThumbnailRequest(kind: kind, scale: scale, encoder: encoder, appliesOrientation: appliesOrientation, focus: focus,
+                                placedCentre: placedCentre)
+    }
+
+    /// A point of the unit square (a placed crop's centre), as two doubles.
+    mutating func point(_ field: String) throws(WorkerProtocolError) -> FocusRegion {
+        let x = try double(field + ".x"), y = try double(field + ".y")
+        guard let point = FocusRegion(x: x, y: y) else {
+            throw WorkerProtocolError(field: field, problem: "\(x),\(y) is not a point of the unit square")
+        }
+        return point
     }
 
     mutating func kind(_ field: String) throws(WorkerProtocolError) -> SlotKind {

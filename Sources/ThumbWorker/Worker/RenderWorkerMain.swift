@@ -77,6 +77,7 @@ public enum RenderWorkerMain {
         let start = processCPUSeconds()
         let results: [Result<Thumbnail, WorkerRenderFailure>]
         var placeholder: Placeholder?
+        var placements: [AttentionPlacement] = []
         let read = Result { () throws(FileReadError) in
             try SourceBytes.read(descriptor: descriptor, status: order.status, maxBytes: order.limits.maxFileBytes, label: order.label)
         }
@@ -93,11 +94,13 @@ public enum RenderWorkerMain {
                                                             computesPlaceholder: order.computesPlaceholder) { page.cancelledRequest == id }
                 results = rendered.thumbnails.map { .success($0) }
                 placeholder = rendered.placeholder
+                placements = rendered.placements
             } catch {
                 results = order.requests.map { _ in .failure(.imaging(error)) }
             }
         }
-        return WorkerAnswer(results: results, cpuSeconds: max(0, processCPUSeconds() - start), placeholder: placeholder)
+        return WorkerAnswer(results: results, cpuSeconds: max(0, processCPUSeconds() - start), placeholder: placeholder,
+                            placements: placements)
     }
 
     /// CPU time of this process (one thread: the render), seconds.
