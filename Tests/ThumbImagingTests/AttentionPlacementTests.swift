@@ -89,19 +89,28 @@ struct AttentionPlacementTests {
         #expect(limited.placements.isEmpty, "a crop centred for want of memory is not where attention would place it")
     }
 
-    @Test("shapes follow pixels and mask, not names: @2x and @3x differ, a kind renamed does not; one placement a shape a decode")
+    @Test("shapes follow pixels, mask, orientation and upscale, not names; one placement a shape a decode")
     func shapes() throws {
         let requests = Self.requests()
-        #expect(requests[0].placementShape == "96x96c" && requests[1].placementShape == "144x144c")
-        #expect(requests[2].placementShape == "60x180r120")
+        #expect(requests[0].placementShape == "a1:96x96c" && requests[1].placementShape == "a1:144x144c")
+        #expect(requests[2].placementShape == "a1:60x180r120")
         var renamed = requests[0]
         renamed.kind.name = "other"
         #expect(renamed.placementShape == requests[0].placementShape)
         var square = requests[0]
         square.kind.mask = .none
-        #expect(square.placementShape == "96x96")
+        #expect(square.placementShape == "a1:96x96")
+        // Placed in the stored frame (not turned upright), or with a mask sized for a small source.
+        var stored = requests[0]
+        stored.appliesOrientation = false
+        var enlarged = requests[0]
+        enlarged.kind.upscale = true
+        #expect(stored.placementShape == "a1:96x96cn" && enlarged.placementShape == "a1:96x96cu")
         let source = try loadSource(Self.assets + "portrait-exif8.jpg")
-        let set = try Thumbnailer().thumbnailSet(of: source, requests: [requests[0], renamed, requests[1]], computesPlaceholder: false)
-        #expect(set.placements.map(\.shape) == ["96x96c", "144x144c"])
+        let set = try Thumbnailer().thumbnailSet(of: source, requests: [requests[0], renamed, requests[1], stored],
+                                                 computesPlaceholder: false)
+        #expect(set.placements.map(\.shape) == ["a1:96x96c", "a1:144x144c", "a1:96x96cn"])
+        // portrait-exif8 is stored turned: the same crop is a different fraction of each frame.
+        #expect(set.placements[0].centre != set.placements[2].centre)
     }
 }

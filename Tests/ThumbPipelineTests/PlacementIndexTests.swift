@@ -38,18 +38,22 @@ import ThumbImaging
         #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements
                 == [Self.placement("144x144c", 0.25, 0.5), Self.placement("96x96c", 0.5, 0.5)],
                 "a shape already placed keeps its place; another version's placements are not added")
+        // A second decode of the same version (one that raced the first) adds to the row, never drops.
+        cache.storePlaceholder(Self.placeholder, placements: [Self.placement("60x60", 0.1, 0.1), Self.placement("96x96c", 0, 0)], of: version)
+        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements.map(\.shape) == ["144x144c", "96x96c", "60x60"])
         cache.storePlaceholder(Self.placeholder, of: edited)
         #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [])
     }
 
-    @Test("an index of schema 4 opens as 5 with its placeholders kept")
-    func schema4Upgrade() throws {
+    @Test("an index of schema 4 opens as 5 with its placeholders kept (also one relabelled 4 that has the column)",
+          arguments: [true, false])
+    func schema4Upgrade(dropsColumn: Bool) throws {
         let fixture = try DiskCacheFixture()
         let version = DiskCacheFixture.version("a.jpg")
         do {
             let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
             cache.storePlaceholder(Self.placeholder, of: version)
-            try cache.executeForTesting("ALTER TABLE placeholders DROP COLUMN placements; PRAGMA user_version = 4;")
+            try cache.executeForTesting((dropsColumn ? "ALTER TABLE placeholders DROP COLUMN placements; " : "") + "PRAGMA user_version = 4;")
             cache.close()
         }
         let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
@@ -82,20 +86,21 @@ import ThumbImaging
         let version = try pipeline.assets.resolve(asset).version
         let row = try #require(pipeline.disk.storedPlaceholders(ofAssets: [asset])[asset])
         let placement = try #require(row.placements.first)
-        #expect(row.placements.count == 1 && placement.shape == "144x144c")
+        #expect(row.placements.count == 1 && placement.shape == "a1:144x144c")
         let crop = try #require(first.crop)
         let shown = Double(try Thumbnailer().render(loadAsset(asset), request: ThumbnailRequest(kind: Self.avatar, scale: 3)).sourceWidth)
         #expect(abs((crop.x + crop.width / 2) / shown - placement.centre.x) < 1e-9)
         // The index now says the crop's centre is at the left edge: a render that reads the index
         // crops there; one that placed the crop again would put it where attention did.
-        pipeline.disk.storePlaceholder(row.placeholder, placements: [PlacementIndexTests.placement("144x144c", 0, 0.5)], of: version)
+        pipeline.disk.removePlaceholdersForTesting(of: asset) // a row of the same version keeps its placements
+        pipeline.disk.storePlaceholder(row.placeholder, placements: [PlacementIndexTests.placement("a1:144x144c", 0, 0.5)], of: version)
         let second = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 3, format: .png)).result.get()
         #expect(second.crop?.x == 0 && second.crop?.width == crop.width, "\(String(describing: second.crop))")
         #expect(first.crop?.x != 0, "attention placed the crop at the left edge: the check above proves nothing")
         // Another shape (@2x) is placed by its own first render and added beside it.
         _ = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 2, format: .jpeg)).result.get()
         let shapes = pipeline.disk.storedPlaceholders(ofAssets: [asset])[asset]?.placements.map(\.shape)
-        #expect(shapes == ["144x144c", "96x96c"])
+        #expect(shapes == ["a1:144x144c", "a1:96x96c"])
         #expect(pipeline.metrics.placeholdersComputed == 1)
     }
 }

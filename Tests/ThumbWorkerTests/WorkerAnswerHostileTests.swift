@@ -195,7 +195,7 @@ import ThumbSystem
             }
         }
         let valid = try? decoded(answer([(0, 0.25, 1)])).get()
-        #expect(valid?.placements == [AttentionPlacement(shape: "96x96c", centre: FocusRegion(x: 0.25, y: 1)!)])
+        #expect(valid?.placements == [AttentionPlacement(shape: "a1:96x96c", centre: FocusRegion(x: 0.25, y: 1)!)])
         let cases: [(String, [UInt8])] = [
             ("answer.placements.count", answer([(0, 0.5, 0.5)], count: 3)),
             ("answer.placements[0].request", answer([(2, 0.5, 0.5)])),

@@ -14,14 +14,20 @@ public struct AttentionPlacement: Sendable, Hashable {
         self.centre = centre
     }
 
-    /// Longest shape text a placement may carry (`"4096x4096r1234.5"` is 16).
+    /// Longest shape text a placement may carry (`"a1:4096x4096r1234567nu"` is 22).
     public static let maxShapeBytes = 40
+
+    /// Bumped whenever attention would place crops elsewhere (its cues, weights, grid or bias):
+    /// it leads every shape, so placements stored by an older build are placed again.
+    public static let algorithmVersion = 1
 }
 
 extension ThumbnailRequest {
-    /// What an attention placement depends on besides the image: the slot's pixel size and
-    /// its mask in pixels (the score counts only what the mask keeps). nil when this request's
-    /// crop is not placed by attention (a `fit`, a `centre` crop, a `focus` crop with a focus).
+    /// What an attention placement depends on besides the image: the algorithm's version, the
+    /// slot's pixel size, its mask in pixels (the score counts only what the mask keeps), whether
+    /// the image is turned upright (the centre is in fractions of the frame the crop is placed
+    /// in) and whether it may be enlarged (the mask's size on a small source). nil when this
+    /// request's crop is not placed by attention (a `fit`, a `centre` crop, a `focus` crop with a focus).
     public var placementShape: String? {
         guard kind.mode == .fill else { return nil }
         switch (kind.crop, focus) {
@@ -34,7 +40,8 @@ extension ThumbnailRequest {
         case .circle: "c"
         case .cornerRadius(let points): "r\(CheckedConversion.clampedInteger(points * Double(scale) * 10, to: 0...1_000_000))"
         }
-        return "\(size.width)x\(size.height)\(mask)"
+        return "a\(AttentionPlacement.algorithmVersion):\(size.width)x\(size.height)\(mask)"
+            + (appliesOrientation ? "" : "n") + (kind.upscale ? "u" : "")
     }
 }
 

@@ -103,7 +103,6 @@ extension DiskCache {
     /// Version 4 had no attention placements: every row is kept, and a version's placements are
     /// found again by its next attention render.
     static let upgradeFromVersion4 = """
-        ALTER TABLE placeholders ADD COLUMN placements TEXT;
         PRAGMA user_version = 5;
         """
 
@@ -202,7 +201,13 @@ extension DiskCache {
                 }
             }
             if try database.scalar("PRAGMA user_version") == 4 {
-                try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion4) }
+                try database.transaction { () throws(SQLiteError) in
+                    // As above: a relabelled index may have the column already.
+                    if try database.scalar("SELECT count(*) FROM pragma_table_info('placeholders') WHERE name = 'placements'") == 0 {
+                        try database.exec("ALTER TABLE placeholders ADD COLUMN placements TEXT;")
+                    }
+                    try database.exec(upgradeFromVersion4)
+                }
             }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:

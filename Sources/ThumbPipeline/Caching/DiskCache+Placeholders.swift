@@ -22,8 +22,9 @@ extension DiskCache {
     /// Paths a batch look-up takes at most (the HTTP door allows fewer).
     public static let maxPlaceholderLookupPaths = 1000
 
-    /// Stores (or replaces) the placeholder of `asset`'s version. A hash that does not fit the
-    /// format is refused rather than stored.
+    /// Stores (or replaces) the placeholder of `asset`'s version, with `placements`. A row of the
+    /// same version keeps the placements it has (two decodes of a new version may race here, each
+    /// having placed its own shapes). A hash that does not fit the format is refused rather than stored.
     public func storePlaceholder(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
         guard (5...ThumbHash.maxBytes).contains(placeholder.thumbHash.count) else { return }
         let packed = Int64(placeholder.averageRed) << 24 | Int64(placeholder.averageGreen) << 16
@@ -31,10 +32,18 @@ extension DiskCache {
         state.withLock { state in
             guard let database = state.database else { return }
             do throws(SQLiteError) {
-                try database.execute(
-                    "INSERT OR REPLACE INTO placeholders (asset_path, version, thumbhash, average_rgba, placements) VALUES (?, ?, ?, ?, ?)",
-                    [.text(asset.path), .text(asset.description), .blob(placeholder.thumbHash), .integer(packed),
-                     .text(Self.placementsText(placements))])
+                try database.transaction { () throws(SQLiteError) in
+                    var merged: [AttentionPlacement] = []
+                    try database.query("SELECT placements FROM placeholders WHERE asset_path = ? AND version = ?",
+                                       [.text(asset.path), .text(asset.description)]) { merged = Self.placements(text: $0.text(0)) }
+                    for placement in placements where !merged.contains(where: { $0.shape == placement.shape }) {
+                        merged.append(placement)
+                    }
+                    try database.execute(
+                        "INSERT OR REPLACE INTO placeholders (asset_path, version, thumbhash, average_rgba, placements) VALUES (?, ?, ?, ?, ?)",
+                        [.text(asset.path), .text(asset.description), .blob(placeholder.thumbHash), .integer(packed),
+                         .text(Self.placementsText(merged))])
+                }
             } catch {
                 recover(from: error, &state)
             }
@@ -108,7 +117,10 @@ extension DiskCache {
     /// placed again by its next render.
     static func placements(text: String) -> [AttentionPlacement] {
         var placements: [AttentionPlacement] = []
-        for entry in text.split(separator: ";").prefix(maxPlacementsPerVersion) {
+        // What the writer can produce at most: a damaged row's length does not set the work.
+        let limit = maxPlacementsPerVersion * (AttentionPlacement.maxShapeBytes + 64)
+        let written = text.utf8.count > limit ? String(decoding: text.utf8.prefix(limit), as: UTF8.self) : text
+        for entry in written.split(separator: ";").prefix(maxPlacementsPerVersion) {
             let fields = entry.split(separator: " ")
             guard fields.count == 3, fields[0].utf8.count <= AttentionPlacement.maxShapeBytes,
                   let x = Double(fields[1]), let y = Double(fields[2]), let centre = FocusRegion(x: x, y: y),
