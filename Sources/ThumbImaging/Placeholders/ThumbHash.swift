@@ -113,24 +113,52 @@ public enum ThumbHash {
         var scale = 0.0
 
         init(_ values: [Double], width: Int, height: Int, termsX: Int, termsY: Int) {
-            var cosinesX = [Double](repeating: 0, count: width)
+            // The reference sums one term at a time, each a chain of dependent additions; here
+            // every term's sum advances in one pass over the pixels. Each sum still adds the same
+            // products in the same order, so the bytes are the reference's; the chains overlap
+            // (a 100-px placeholder's hash was about 1% of an avatar's render).
+            var terms: [(cx: Int, cy: Int)] = []
             for cy in 0..<termsY {
                 var cx = 0
                 while cx * termsY < termsX * (termsY - cy) {
-                    for x in 0..<width { cosinesX[x] = cos(Double.pi / Double(width) * Double(cx) * (Double(x) + 0.5)) }
-                    var sum = 0.0
-                    for y in 0..<height {
-                        let cosineY = cos(Double.pi / Double(height) * Double(cy) * (Double(y) + 0.5))
-                        for x in 0..<width { sum += values[x + y * width] * cosinesX[x] * cosineY }
-                    }
-                    sum /= Double(width * height)
-                    if cx > 0 || cy > 0 {
-                        ac.append(sum)
-                        scale = max(scale, abs(sum))
-                    } else {
-                        dc = sum
-                    }
+                    terms.append((cx, cy))
                     cx += 1
+                }
+            }
+            let columns = terms.map(\.cx).max().map { $0 + 1 } ?? 1
+            var cosinesX = [Double](repeating: 0, count: columns * width)
+            for cx in 0..<columns {
+                for x in 0..<width { cosinesX[cx * width + x] = cos(Double.pi / Double(width) * Double(cx) * (Double(x) + 0.5)) }
+            }
+            var cosinesY = [Double](repeating: 0, count: termsY * height)
+            for cy in 0..<termsY {
+                for y in 0..<height { cosinesY[cy * height + y] = cos(Double.pi / Double(height) * Double(cy) * (Double(y) + 0.5)) }
+            }
+            var sums = [Double](repeating: 0, count: terms.count)
+            let xOffsets = terms.map { $0.cx * width }, yOffsets = terms.map { $0.cy * height }
+            values.withUnsafeBufferPointer { values in
+                cosinesX.withUnsafeBufferPointer { cosinesX in
+                    cosinesY.withUnsafeBufferPointer { cosinesY in
+                        sums.withUnsafeMutableBufferPointer { sums in
+                            for y in 0..<height {
+                                for x in 0..<width {
+                                    let value = values[x + y * width]
+                                    for term in 0..<sums.count {
+                                        sums[term] += value * cosinesX[xOffsets[term] + x] * cosinesY[yOffsets[term] + y]
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (term, (cx, cy)) in terms.enumerated() {
+                let sum = sums[term] / Double(width * height)
+                if cx > 0 || cy > 0 {
+                    ac.append(sum)
+                    scale = max(scale, abs(sum))
+                } else {
+                    dc = sum
                 }
             }
             if scale > 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
