@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).

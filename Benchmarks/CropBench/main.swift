@@ -6,13 +6,16 @@
 // asset), in one process, interleaved.
 //
 //   swift build -c release --product crop-bench && .build/release/crop-bench [--rounds 9] [--corpus DIR]
+//   (--jobs 1 --variants 0,1: only those rows' renders, to profile them)
 //
 // A version's first decode computes its placeholder and places its attention crops (the whole
 // frame decoded, the saliency map scored); the pipeline stores both, so every later render of
 // that version is handed the placement (`ThumbnailRequest.placedCentre`) and decodes only the
-// crop's columns, as a centred crop does. "attention, placed" is that later render; "attention,
-// unplaced" a shape's first render on a version whose placeholder is known (once a shape a
-// version). A render is what a worker does for a miss: decode, shrink, crop, Lanczos,
+// crop's columns, as a centred crop does. A first decode a client waits on computes the
+// placeholder only if it reads the whole frame anyway (`PlaceholderDemand.ifWholeFrame`); one
+// no client waits on (the watcher's, a batch's) always does. "attention, placed" is a later
+// render; "attention, unplaced" a shape's first render on a version whose placeholder is known
+// (once a shape a version). A render is what a worker does for a miss: decode, shrink, crop, Lanczos,
 // orientation, mask, encode (`Thumbnailer.thumbnailSet`); "pixels only" stops before the encode
 // (the stricter denominator). Each round renders every photo once per kind and variant, the
 // variants' order rotating between rounds so none always runs on a warm cache; a variant's time
@@ -21,6 +24,9 @@ import Foundation
 import ThumbImaging
 
 var rounds = 9
+/// Only these jobs and variants (indices), for profiling one of them under `perf`.
+var onlyJobs: Set<Int>?
+var onlyVariants: Set<Int>?
 var corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("../../../shared/corpus/large-photos").standardized.path
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -28,8 +34,10 @@ while let argument = arguments.next() {
     switch argument {
     case "--rounds": rounds = arguments.next().flatMap { Int($0) }.map { max(1, min($0, 1000)) } ?? rounds
     case "--corpus": corpus = arguments.next() ?? corpus
+    case "--jobs": onlyJobs = Set((arguments.next() ?? "").split(separator: ",").compactMap { Int($0) })
+    case "--variants": onlyVariants = Set((arguments.next() ?? "").split(separator: ",").compactMap { Int($0) })
     default:
-        FileHandle.standardError.write(Data("usage: crop-bench [--rounds N] [--corpus DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: crop-bench [--rounds N] [--corpus DIR] [--jobs I,J] [--variants I,J]\n".utf8))
         exit(64)
     }
 }
@@ -58,31 +66,37 @@ let jobs: [(name: String, requests: [ThumbnailRequest])] = [
 struct Variant {
     let name: String
     let crop: SlotKind.CropMode
-    let placeholder: Bool
+    let placeholder: PlaceholderDemand
     /// Handed the placement a first decode stored (a later render of the version).
     let placed: Bool
     let encodes: Bool
 }
 let variants = [
-    Variant(name: "centre", crop: .centre, placeholder: false, placed: false, encodes: true),
-    Variant(name: "centre + placeholder", crop: .centre, placeholder: true, placed: false, encodes: true),
-    Variant(name: "first decode: attention + placeholder", crop: .attention, placeholder: true, placed: false, encodes: true),
-    Variant(name: "later: attention, placed", crop: .attention, placeholder: false, placed: true, encodes: true),
-    Variant(name: "attention, unplaced", crop: .attention, placeholder: false, placed: false, encodes: true),
-    Variant(name: "centre, pixels only", crop: .centre, placeholder: false, placed: false, encodes: false),
-    Variant(name: "attention placed, pixels only", crop: .attention, placeholder: false, placed: true, encodes: false),
+    Variant(name: "centre", crop: .centre, placeholder: .skip, placed: false, encodes: true),
+    Variant(name: "client's first render: centre, placeholder if whole frame", crop: .centre, placeholder: .ifWholeFrame,
+            placed: false, encodes: true),
+    Variant(name: "client's first render: attention + placeholder if whole frame", crop: .attention, placeholder: .ifWholeFrame,
+            placed: false, encodes: true),
+    Variant(name: "background first decode: centre + placeholder", crop: .centre, placeholder: .always, placed: false, encodes: true),
+    Variant(name: "background first decode: attention + placeholder", crop: .attention, placeholder: .always, placed: false,
+            encodes: true),
+    Variant(name: "later: attention, placed", crop: .attention, placeholder: .skip, placed: true, encodes: true),
+    Variant(name: "attention, unplaced", crop: .attention, placeholder: .skip, placed: false, encodes: true),
+    Variant(name: "centre, pixels only", crop: .centre, placeholder: .skip, placed: false, encodes: false),
+    Variant(name: "attention placed, pixels only", crop: .attention, placeholder: .skip, placed: true, encodes: false),
 ]
 let thumbnailer = Thumbnailer()
 
 /// [job][photo]: where attention places each shape of the job, as the first decode stores it.
-let placements: [[[AttentionPlacement]]] = jobs.map { job in
+let placements: [[[AttentionPlacement]]] = jobs.enumerated().map { jobIndex, job in
     sources.map { source in
+        guard onlyJobs?.contains(jobIndex) ?? true else { return [] }
         let requests = job.requests.map { request in
             var request = request
             request.kind.crop = .attention
             return request
         }
-        return (try? thumbnailer.thumbnailSet(of: source, requests: requests, computesPlaceholder: false).placements) ?? []
+        return (try? thumbnailer.thumbnailSet(of: source, requests: requests, placeholder: .skip).placements) ?? []
     }
 }
 
@@ -96,7 +110,7 @@ func render(_ source: SourceBytes, _ requests: [ThumbnailRequest], _ variant: Va
         return request
     }
     if variant.encodes {
-        _ = try thumbnailer.thumbnailSet(of: source, requests: requests, computesPlaceholder: variant.placeholder)
+        _ = try thumbnailer.thumbnailSet(of: source, requests: requests, placeholder: variant.placeholder)
     } else {
         for request in requests { _ = try thumbnailer.render(source, request: request) }
     }
@@ -113,7 +127,7 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 var best = Array(repeating: Array(repeating: [Double](repeating: .infinity, count: sources.count), count: variants.count),
                  count: jobs.count)
 for (sourceIndex, source) in sources.enumerated() {
-    for (jobIndex, job) in jobs.enumerated() {
+    for (jobIndex, job) in jobs.enumerated() where onlyJobs?.contains(jobIndex) ?? true {
         let placed = placements[jobIndex][sourceIndex]
         // Every photo's every shape has room to move, or "placed" would measure centred crops.
         precondition(placed.count == Set(job.requests.compactMap { var r = $0; r.kind.crop = .attention; return r.placementShape }).count,
@@ -128,6 +142,7 @@ for round in 0..<rounds {
             for variantIndex in order {
                 // Pixels without the encode exist for one thumbnail only (`render`).
                 if !variants[variantIndex].encodes && job.requests.count > 1 { continue }
+                if onlyJobs.map({ !$0.contains(kindIndex) }) ?? false || onlyVariants.map({ !$0.contains(variantIndex) }) ?? false { continue }
                 let time = try seconds {
                     try render(source, job.requests, variants[variantIndex], placements: placements[kindIndex][sourceIndex])
                 }

@@ -13,7 +13,7 @@ enum WorkerDoors {
     @discardableResult
     static func answer(_ bytes: [UInt8]) -> Bool {
         guard let answer = try? WorkerAnswer.decode(frame: bytes, requestID: requestID, requests: ImageDoors.requests, limits: limits,
-                                                    computesPlaceholder: true) else {
+                                                    placeholder: .always) else {
             return false
         }
         _ = (answer.placeholder?.thumbHashBase64, answer.placeholder?.averageColorHex)

@@ -13,14 +13,17 @@ public enum PlaceholderState: Sendable, Equatable {
 }
 
 /// Placeholders from the decode to the index, and the batch look-up a screen of cells asks for.
-/// A placeholder belongs to one asset version: each render of a version the index has none for
-/// computes it from the same decode (in process or in the worker) and stores it.
+/// A placeholder belongs to one asset version and is computed from a decode of it (in process
+/// or in the worker) that the index has none for: any decode that reads the whole frame anyway,
+/// and every decode no client waits on (pre-rendering, batch, the look-up's own renders). A
+/// client's render that could skip columns (a JPEG fill crop) leaves it to those: they are
+/// the watcher's and batch's job, and a look-up queues one.
 extension ThumbnailPipeline {
     /// What a decode of `asset` is asked for, from one look-up of its row: the jobs' requests,
     /// each attention crop handed the place an earlier decode of this version found for its
-    /// shape (so a JPEG decodes only the crop's columns), and whether the placeholder is still
-    /// to be computed (the index has none for this version).
-    func decodeOrder(_ jobs: [RenderJob], of asset: AssetVersion) -> (requests: [ThumbnailRequest], computesPlaceholder: Bool) {
+    /// shape (so a JPEG decodes only the crop's columns), and whether to compute the placeholder
+    /// (the index has none for this version; at any cost unless a client waits at `.visible`).
+    func decodeOrder(_ jobs: [RenderJob], of asset: AssetVersion) -> (requests: [ThumbnailRequest], placeholder: PlaceholderDemand) {
         let row = disk.storedPlaceholders(ofAssets: [asset.path])[asset.path]
         let current = row?.version == asset.description ? row : nil
         let requests = jobs.map { job in
@@ -30,7 +33,9 @@ extension ThumbnailPipeline {
             }
             return request
         }
-        return (requests, current == nil)
+        guard current == nil else { return (requests, .skip) }
+        let clientWaits = state.withLock { state in jobs.contains { state.jobs[$0.key.digest].map { $0.priority >= .visible } ?? false } }
+        return (requests, clientWaits ? .ifWholeFrame : .always)
     }
 
     /// Stores what a decode learnt of the version that was read: its placeholder (the row, with

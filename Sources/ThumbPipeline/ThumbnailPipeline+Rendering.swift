@@ -24,7 +24,7 @@ extension ThumbnailPipeline {
         let order = decodeOrder(jobs, of: asset)
         do {
             let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
-                                                        computesPlaceholder: order.computesPlaceholder) {
+                                                        placeholder: order.placeholder) {
                 hook?()
                 return jobs.allSatisfy(\.isCancelled)
             }

@@ -32,7 +32,7 @@ extension ThumbnailPipeline {
             let outcome = supervisor.render(source: file.descriptor, status: version.fileStatus, label: path,
                                             requests: order.requests, limits: configuration.limits,
                                             tuning: configuration.tuning, deadlineSeconds: configuration.renderSeconds,
-                                            computesPlaceholder: order.computesPlaceholder,
+                                            placeholder: order.placeholder,
                                             isCancelled: { jobs.allSatisfy(\.isCancelled) })
             for job in jobs {
                 job.whenCancelled(nil)

@@ -47,7 +47,7 @@ import ThumbWorker
                                                                               focus: FocusRegion(x: 0.25, y: 0.125, width: 0.5, height: 0.25)),
                                                              ThumbnailRequest(kind: requests[1].kind, scale: 3, encoder: avif,
                                                                               placedCentre: FocusRegion(x: 0.625, y: 0.5))],
-                                                  computesPlaceholder: true)),
+                                                  placeholder: .always)),
         ]
     }
 
@@ -71,7 +71,7 @@ import ThumbWorker
             for index in pixels.indices { pixels[index] = UInt8(truncatingIfNeeded: index * 7 / 5) }
             let source = try ImageEncoder.encode(PixelBuffer(width: 64, height: 48, channels: 3, bytes: pixels), as: .jpeg,
                                                  settings: EncoderSettings())
-            let rendered = try Thumbnailer().thumbnailSet(of: SourceBytes(source), requests: ImageDoors.requests, computesPlaceholder: true)
+            let rendered = try Thumbnailer().thumbnailSet(of: SourceBytes(source), requests: ImageDoors.requests, placeholder: .always)
             let placeholder = Placeholder(thumbHash: [0x63, 0x08, 0x12, 0x0D, 0x82, 0x77, 0x87, 0x78, 0x80, 0x78, 0x88, 0x87, 0x87],
                                           averageRed: 120, averageGreen: 96, averageBlue: 64, averageAlpha: 255)
             let thumbnails = rendered.thumbnails.map { Result<Thumbnail, WorkerRenderFailure>.success($0) }
@@ -95,7 +95,7 @@ import ThumbWorker
         let writes = ProcessInfo.processInfo.environment["THUMBD_WRITE_SEEDS"] != nil
         let order = WorkerRenderOrder(requestID: WorkerDoors.requestID, status: Self.status, label: "photos/a.jpg",
                                       limits: WorkerDoors.limits, tuning: ShrinkPlan.Tuning(), requests: ImageDoors.requests,
-                                      computesPlaceholder: true)
+                                      placeholder: .always)
         for (name, answer) in try Self.answers {
             let bytes = answer.encode(for: order)
             let path = folder + "/" + name

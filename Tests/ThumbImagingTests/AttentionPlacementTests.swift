@@ -29,7 +29,7 @@ struct AttentionPlacementTests {
         let source = try loadSource(Self.assets + name)
         let thumbnailer = Thumbnailer()
         for request in Self.requests() {
-            let first = try thumbnailer.thumbnailSet(of: source, requests: [request], computesPlaceholder: false)
+            let first = try thumbnailer.thumbnailSet(of: source, requests: [request], placeholder: .skip)
             guard let placement = first.placements.first else {
                 // Only a crop with no freedom (the image already the slot's shape) has nothing to place.
                 let centred = try thumbnailer.render(source, request: { var r = request; r.kind.crop = .centre; return r }())
@@ -40,7 +40,7 @@ struct AttentionPlacementTests {
             #expect(first.placements.count == 1 && placement.shape == request.placementShape)
             var again = request
             again.placedCentre = placement.centre
-            let second = try thumbnailer.thumbnailSet(of: source, requests: [again], computesPlaceholder: false)
+            let second = try thumbnailer.thumbnailSet(of: source, requests: [again], placeholder: .skip)
             #expect(second.placements.isEmpty, "\(name): placed again")
             #expect(Self.closeEnough(second.thumbnails[0].crop, first.thumbnails[0].crop),
                     "\(name) \(request.kind.name)@\(request.scale)x: \(second.thumbnails[0].crop) against \(first.thumbnails[0].crop)")
@@ -52,7 +52,7 @@ struct AttentionPlacementTests {
         let source = try loadSource(Self.assets + "portrait-exif8.jpg")
         let thumbnailer = Thumbnailer()
         let request = Self.requests()[1]
-        let placement = try #require(try thumbnailer.thumbnailSet(of: source, requests: [request], computesPlaceholder: false)
+        let placement = try #require(try thumbnailer.thumbnailSet(of: source, requests: [request], placeholder: .skip)
             .placements.first)
         var placed = request
         placed.placedCentre = placement.centre
@@ -78,14 +78,14 @@ struct AttentionPlacementTests {
                         ThumbnailRequest(kind: Self.kind("focus", 48, 48, crop: .focus), scale: 3, focus: focus)]
         for request in unplaced {
             #expect(request.placementShape == nil)
-            #expect(try thumbnailer.thumbnailSet(of: source, requests: [request], computesPlaceholder: false).placements.isEmpty)
+            #expect(try thumbnailer.thumbnailSet(of: source, requests: [request], placeholder: .skip).placements.isEmpty)
         }
         // A focus kind without a focus is cropped by attention, and placed.
         let fallback = ThumbnailRequest(kind: Self.kind("focus", 48, 48, crop: .focus), scale: 3)
-        #expect(try thumbnailer.thumbnailSet(of: source, requests: [fallback], computesPlaceholder: false).placements.count == 1)
+        #expect(try thumbnailer.thumbnailSet(of: source, requests: [fallback], placeholder: .skip).placements.count == 1)
         var limits = ImageLimits()
         limits.maxDecoderMemoryBytes = 64 << 10
-        let limited = try Thumbnailer(limits: limits).thumbnailSet(of: source, requests: [Self.requests()[1]], computesPlaceholder: false)
+        let limited = try Thumbnailer(limits: limits).thumbnailSet(of: source, requests: [Self.requests()[1]], placeholder: .skip)
         #expect(limited.placements.isEmpty, "a crop centred for want of memory is not where attention would place it")
     }
 
@@ -108,7 +108,7 @@ struct AttentionPlacementTests {
         #expect(stored.placementShape == "a1:96x96cn" && enlarged.placementShape == "a1:96x96cu")
         let source = try loadSource(Self.assets + "portrait-exif8.jpg")
         let set = try Thumbnailer().thumbnailSet(of: source, requests: [requests[0], renamed, requests[1], stored],
-                                                 computesPlaceholder: false)
+                                                 placeholder: .skip)
         #expect(set.placements.map(\.shape) == ["a1:96x96c", "a1:144x144c", "a1:96x96cn"])
         // portrait-exif8 is stored turned: the same crop is a different fraction of each frame.
         #expect(set.placements[0].centre != set.placements[2].centre)

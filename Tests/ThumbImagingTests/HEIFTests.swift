@@ -25,7 +25,7 @@ struct HEIFTests {
         let source = try loadSource(row.path)
         let shown = try #require(row.displayedSize)
         let requests = try Self.kinds.map { try Sample.request($0) }
-        let rendered = try Thumbnailer().renderAll(source, requests: requests, computesPlaceholder: false, isCancelled: nil).images
+        let rendered = try Thumbnailer().renderAll(source, requests: requests, placeholder: .skip, isCancelled: nil).images
         var comparisons: [(PixelBuffer, Int)] = []
         for (index, (slot, request)) in zip(Self.kinds, requests).enumerated() {
             let image = rendered[index]

@@ -58,7 +58,8 @@ struct JPEGCropTests {
         let resampler = RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                      region: Lanczos3.Region(outputs[0].geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                      outputWidth: 144, outputHeight: 144)
-        let columns = try Thumbnailer.cropColumns(decoder, width: scaled.width, sinks: [.resample(resampler)])
+        let wanted = try #require(Thumbnailer.columnsToDecode(width: scaled.width, sinks: [.resample(resampler)]))
+        let columns = try Thumbnailer.cropColumns(decoder, wanted, width: scaled.width, sinks: [.resample(resampler)])
         // The centred 375 columns, their taps and the margin, widened to whole iMCU columns.
         #expect(columns.count < scaled.width * 85 / 100 && columns.count >= 375, "\(columns) of \(scaled.width)")
         #expect(columns.lowerBound <= resampler.columnsRead.lowerBound && columns.upperBound >= resampler.columnsRead.upperBound)

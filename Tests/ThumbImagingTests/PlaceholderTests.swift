@@ -32,7 +32,7 @@ import Testing
     static func placeholder(of path: String) throws -> Placeholder {
         let request = try Sample.request("product-row@2x")
         let set = try Thumbnailer().thumbnailSet(of: try loadSource(Paths.corpus + "/" + path), requests: [request],
-                                                 computesPlaceholder: true)
+                                                 placeholder: .always)
         return try #require(set.placeholder, "\(path): no placeholder")
     }
 
@@ -174,8 +174,8 @@ import Testing
         for path in ["libjpeg-turbo-testimages/testorig.jpg", "exif-orientation/Portrait_6.jpg", "pngsuite/basn6a08.png",
                      "formats/webp/pillow__flower.webp"] {
             let source = try loadSource(Paths.corpus + "/" + path)
-            let with = try Thumbnailer().thumbnailSet(of: source, requests: requests, computesPlaceholder: true)
-            let without = try Thumbnailer().thumbnailSet(of: source, requests: requests, computesPlaceholder: false)
+            let with = try Thumbnailer().thumbnailSet(of: source, requests: requests, placeholder: .always)
+            let without = try Thumbnailer().thumbnailSet(of: source, requests: requests, placeholder: .skip)
             #expect(with.placeholder != nil && without.placeholder == nil, "\(path)")
             for (a, b) in zip(with.thumbnails, without.thumbnails) {
                 #expect(a.width == b.width && a.height == b.height, "\(path)")

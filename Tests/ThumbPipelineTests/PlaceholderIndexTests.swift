@@ -89,9 +89,9 @@ import ThumbImaging
     }
 }
 
-/// The pipeline's side: the first render of a version computes and stores its placeholder (in
-/// process here; the daemon tests cover the sandboxed worker), later renders do not, and the
-/// batch look-up queues what it does not know.
+/// The pipeline's side: the first decode of a version computes and stores its placeholder (in
+/// process here; the daemon tests cover the sandboxed worker) unless a client waits on a decode
+/// that could skip columns, later renders do not, and the batch look-up queues what it does not know.
 @Suite struct PipelinePlaceholderTests {
     let fixture: PipelineFixture
     init() throws { fixture = try PipelineFixture() }
@@ -151,14 +151,32 @@ import ThumbImaging
         #expect(await until { pipeline.disk.placeholder(of: versions[0]) != nil })
     }
 
+    @Test("a client's render that can skip columns leaves the placeholder to a decode no client waits on")
+    func clientsCroppedRenderLeavesIt() async throws {
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        let version = try pipeline.assets.resolve("img0.jpg").version // 1800x1200: a square fill skips a third
+        let visible = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3))
+        #expect(visible.thumbnail != nil)
+        #expect(pipeline.disk.placeholder(of: version) == nil && pipeline.metrics.placeholdersComputed == 0)
+        // The same crop at another size wanted ahead of the screen (prefetch): no client waits on it.
+        let tile = SlotKind(name: "tile", widthPoints: 40, heightPoints: 40, scales: [2], mode: .fill)
+        let prefetched = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: tile, scale: 2, priority: .prefetch))
+        #expect(prefetched.thumbnail != nil)
+        #expect(pipeline.disk.placeholder(of: version) != nil && pipeline.metrics.placeholdersComputed == 1)
+    }
+
     @Test("a changed file has no placeholder until it is decoded again; the version tag changes with it")
     func changedFileIsPendingAgain() async throws {
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
-        _ = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3))
+        #expect(await until {
+            if case .known = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
+            return false
+        })
         guard case .known(let before, let tag)? = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar,
                                                                          scale: 3).first else {
-            Issue.record("no placeholder after a render"); return
+            Issue.record("no placeholder after the look-up's render"); return
         }
         try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
         try FileManager.default.copyItem(atPath: PipelineFixture.corpus + "/exif-samples/Canon_40D.jpg", toPath: fixture.assets + "/img0.jpg")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import CThumbWorker
 #endif
 
 /// Shared by the `thumbd serve` tests: the built binary, test images, child processes and a
@@ -64,6 +65,12 @@ final class ServeChild: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         if let fd3 { posix_spawn_file_actions_adddup2(&actions, fd3, 3) } // dup2 clears FD_CLOEXEC on 3
+        // Nothing else of this process: a file another test has open for writing while this
+        // child starts (FileManager's copy opens without O_CLOEXEC) would otherwise stay open in
+        // the daemon, and its close when the daemon exits is an IN_CLOSE_WRITE that another
+        // daemon's watcher takes for an edit of that file.
+        let closing = CThumb_SpawnAddCloseFrom(&actions, fd3 == nil ? 3 : 4)
+        guard closing == 0 else { throw ServeFailure("posix_spawn_file_actions_addclosefrom_np: \(String(cString: strerror(closing)))") }
         let args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         let env: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (args + env).forEach { free($0) } }

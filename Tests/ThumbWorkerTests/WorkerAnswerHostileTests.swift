@@ -159,7 +159,7 @@ import ThumbSystem
         }
         func problem(_ frame: [UInt8]) -> WorkerProtocolError? {
             do {
-                _ = try WorkerAnswer.decode(frame: frame, requestID: 9, requests: Self.requests, limits: Self.limits, computesPlaceholder: true)
+                _ = try WorkerAnswer.decode(frame: frame, requestID: 9, requests: Self.requests, limits: Self.limits, placeholder: .always)
                 return nil
             } catch {
                 return error

@@ -44,7 +44,7 @@ import ThumbSystem
         requests[1].kind.crop = .attention
         let path = WorkerFixture.corpusFile("exif-orientation/Landscape_6.jpg")
         let source = try SourceBytes.read(path: path, maxBytes: 1 << 30)
-        let local = try Thumbnailer().thumbnailSet(of: source, requests: requests, computesPlaceholder: false)
+        let local = try Thumbnailer().thumbnailSet(of: source, requests: requests, placeholder: .skip)
         let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path, requests: requests))
         #expect(answer.placements.count == 2 && answer.placements == local.placements)
         requests[0].placedCentre = answer.placements[0].centre

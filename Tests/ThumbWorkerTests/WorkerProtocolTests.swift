@@ -33,7 +33,7 @@ import ThumbSystem
             ThumbnailRequest(kind: WorkerFixture.avatar, scale: -7, focus: FocusRegion(x: 1, y: 0),
                              placedCentre: FocusRegion(x: 0.375, y: 1)),
             ThumbnailRequest(kind: WorkerFixture.large, scale: 1),
-        ], computesPlaceholder: true)
+        ], placeholder: .always)
     }
 
     @Test func renderOrderRoundTripsEveryField() throws {
@@ -42,7 +42,7 @@ import ThumbSystem
         #expect(decoded.requests == order.requests && decoded.status == order.status && decoded.label == order.label)
         #expect(decoded.limits == order.limits && decoded.requestID == 42)
         #expect(decoded.tuning.dctMargin == 2.5 && decoded.tuning.boxMargin.isNaN)
-        #expect(decoded.computesPlaceholder && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
+        #expect(decoded.placeholder == .always && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
         #expect(decoded.requests[1].placedCentre == FocusRegion(x: 0.375, y: 1) && decoded.requests[0].placedCentre == nil)
     }
 
@@ -68,12 +68,12 @@ import ThumbSystem
         var sent = order
         sent.requests = requests
         let decoded = try WorkerAnswer.decode(frame: answer.encode(for: sent), requestID: 42, requests: requests, limits: order.limits,
-                                              computesPlaceholder: true)
+                                              placeholder: .always)
         #expect(decoded.placements == answer.placements)
         // A placement of a shape no request has is not sent (the daemon could not key it).
         answer.placements = [AttentionPlacement(shape: "1x1", centre: FocusRegion(x: 0, y: 0)!)]
         let none = try WorkerAnswer.decode(frame: answer.encode(for: sent), requestID: 42, requests: requests, limits: order.limits,
-                                           computesPlaceholder: true)
+                                           placeholder: .always)
         #expect(none.placements.isEmpty)
     }
 
@@ -101,16 +101,45 @@ import ThumbSystem
         let placeholder = Placeholder(thumbHash: [1, 2, 3, 4, 5, 6, 7], averageRed: 9, averageGreen: 8, averageBlue: 7, averageAlpha: 255)
         let answer = WorkerAnswer(results: [.success(png)], cpuSeconds: 0.5, placeholder: placeholder)
         let decoded = try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests,
-                                              limits: order.limits, computesPlaceholder: true)
+                                              limits: order.limits, placeholder: .always)
         let crop = try decoded.results[0].get().crop
         #expect(decoded.placeholder == placeholder && crop == png.crop)
         // Asked for by nobody: refused, as any field the daemon did not ask for.
         #expect(throws: WorkerProtocolError.self) {
             try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests, limits: order.limits)
         }
-        order.computesPlaceholder = false
+        order.placeholder = .skip
         let unasked = try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests, limits: order.limits)
         #expect(unasked.placeholder == nil)
+    }
+
+    @Test func thePlaceholderDemandRoundTripsAndAnUnknownOneIsRefused() throws {
+        var order = Self.order
+        var frames: [[UInt8]] = []
+        for demand in PlaceholderDemand.allCases {
+            order.placeholder = demand
+            frames.append(try order.encode())
+            #expect(try WorkerRenderOrder.decode(frame: frames.last!).placeholder == demand)
+        }
+        // The one byte where the orders differ is the demand.
+        let at = try #require(frames[0].indices.first { frames[0][$0] != frames[2][$0] })
+        #expect(frames[0].indices.filter { frames[0][$0] != frames[2][$0] } == [at] && frames[1][at] == 1)
+        frames[0][at] = 3
+        #expect(throws: WorkerProtocolError(field: "render.placeholder", problem: "3 is not 0 (skip), 1 (if whole frame) or 2 (always)")) {
+            try WorkerRenderOrder.decode(frame: frames[0])
+        }
+        // Wanted if the frame was whole: the answer may carry one or not.
+        order.requests = [ThumbnailRequest(kind: WorkerFixture.large, scale: 1)]
+        order.placeholder = .ifWholeFrame
+        let png = Thumbnail(encoded: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], format: .png, width: 4, height: 3,
+                            warning: nil, crop: CropRectangle(x: 0, y: 0, width: 400, height: 300))
+        let placeholder = Placeholder(thumbHash: [1, 2, 3, 4, 5, 6, 7], averageRed: 9, averageGreen: 8, averageBlue: 7, averageAlpha: 255)
+        for carried in [placeholder, nil] {
+            let answer = WorkerAnswer(results: [.success(png)], cpuSeconds: 0.5, placeholder: carried)
+            let decoded = try WorkerAnswer.decode(frame: answer.encode(for: order), requestID: 42, requests: order.requests,
+                                                  limits: order.limits, placeholder: .ifWholeFrame)
+            #expect(decoded.placeholder == carried)
+        }
     }
 
     @Test func answerRoundTripsThumbnailsAndEveryFailure() throws {
@@ -127,7 +156,7 @@ import ThumbSystem
             threeRequests.requests[0].encoder.format = .auto
             let answer = WorkerAnswer(results: [.success(jpeg), .failure(failure), .success(jpeg)], cpuSeconds: 0.25)
             let decoded = try WorkerAnswer.decode(frame: answer.encode(for: threeRequests), requestID: 42, requests: threeRequests.requests,
-                                                  limits: threeRequests.limits, computesPlaceholder: true)
+                                                  limits: threeRequests.limits, placeholder: .always)
             #expect(decoded.cpuSeconds == 0.25)
             let first = try decoded.results[0].get()
             #expect(first.bytes == jpeg.bytes && first.width == 48 && first.warning == jpeg.warning && first.format == .jpeg)

@@ -30,3 +30,16 @@ public struct Placeholder: Sendable, Equatable {
     /// The ThumbHash in standard base64 with padding (what the reference's JS decoder takes).
     public var thumbHashBase64: String { Data(thumbHash).base64EncodedString() }
 }
+
+/// Whether a decode computes its source's placeholder (`ThumbnailSet.placeholder`).
+public enum PlaceholderDemand: UInt8, Sendable, CaseIterable {
+    /// Not wanted (the version has one).
+    case skip = 0
+    /// Only if the decode reads the whole frame anyway. The placeholder needs every column, and
+    /// a JPEG fill crop that libjpeg could narrow to its own columns would decode the rest for
+    /// it alone: +3–7% of a client's render on the corpus's photos (crop-bench), against a few
+    /// tenths of a percent from a frame decoded whole anyway.
+    case ifWholeFrame = 1
+    /// Whatever it costs (pre-rendering, batch, a placeholder look-up: no client waits on the decode).
+    case always = 2
+}

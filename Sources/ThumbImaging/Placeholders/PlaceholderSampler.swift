@@ -8,6 +8,12 @@ final class PlaceholderSampler {
     var orientation: Orientation = .up
     /// The frame's conversion to sRGB, when it carries a profile (nil: already sRGB).
     var colorTransform: ColorProfileTransform?
+    /// Left unfed by a decode that would otherwise read only part of the frame (`PlaceholderDemand.ifWholeFrame`).
+    let onlyIfWholeFrame: Bool
+
+    init(onlyIfWholeFrame: Bool = false) {
+        self.onlyIfWholeFrame = onlyIfWholeFrame
+    }
 
     /// The block factor that brings a `width` × `height` frame to at most 100 px a side.
     static func blockFactor(width: Int, height: Int) -> Int {

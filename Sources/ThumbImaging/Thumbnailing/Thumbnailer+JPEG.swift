@@ -36,12 +36,20 @@ extension Thumbnailer {
                                           region: Lanczos3.Region(output.geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                           outputWidth: output.geometry.outputWidth, outputHeight: output.geometry.outputHeight))
         }
-        // Each sink fed once (outputs share the frame); the placeholder's shrink needs the whole
-        // frame: as a shrink sink it also turns column cropping off.
-        let fed = sinks.enumerated().filter { index, sink in
+        // Each sink fed once (outputs share the frame).
+        let outputSinks = sinks.enumerated().filter { index, sink in
             sink.frame == nil || !sinks[..<index].contains { $0.frame === sink.frame }
-        }.map(\.element) + (placeholder.map { [.shrink($0.start(width: scaled.width, height: scaled.height, channels: 3))] } ?? [])
-        let columns = cropsColumns ? try Self.cropColumns(decoder, width: scaled.width, sinks: fed) : 0..<scaled.width
+        }.map(\.element)
+        let wanted = cropsColumns ? Self.columnsToDecode(width: scaled.width, sinks: outputSinks) : nil
+        // The placeholder's shrink needs the whole frame, so it turns column cropping off; one
+        // wanted only from a whole frame is left unfed instead.
+        let sampler = wanted != nil && placeholder?.onlyIfWholeFrame == true ? nil : placeholder
+        let fed = outputSinks + (sampler.map { [.shrink($0.start(width: scaled.width, height: scaled.height, channels: 3))] } ?? [])
+        let columns = if let wanted, sampler == nil {
+            try Self.cropColumns(decoder, wanted, width: scaled.width, sinks: fed)
+        } else {
+            0..<scaled.width
+        }
         let batchRows = 16
         let rowWidth = columns.count
         let rowStride = rowWidth * scaled.components
@@ -123,24 +131,30 @@ extension Thumbnailer {
 
     /// When every output reads its rows straight into Lanczos and their taps leave a good part of
     /// the width unread (a fill crop of a wider frame: a square avatar of a 4:3 photo skips a
-    /// quarter), the decoder is told to skip those columns' IDCT, upsampling and colour
-    /// conversion. Returns the columns each row will hold.
-    static func cropColumns(_ decoder: JPEGDecoder, width: Int, sinks: [JPEGRowSink]) throws(ImagingError) -> Range<Int> {
+    /// quarter), the columns worth decoding; nil when the whole width is.
+    static func columnsToDecode(width: Int, sinks: [JPEGRowSink]) -> Range<Int>? {
         var resamplers: [RowResampler] = []
         for sink in sinks {
-            guard case let .resample(resampler) = sink else { return 0..<width }
+            guard case let .resample(resampler) = sink else { return nil }
             resamplers.append(resampler)
         }
         guard let low = resamplers.map(\.columnsRead.lowerBound).min(),
-              let high = resamplers.map(\.columnsRead.upperBound).max(), low < high else { return 0..<width }
+              let high = resamplers.map(\.columnsRead.upperBound).max(), low < high else { return nil }
         let wanted = max(0, low - cropMarginPixels)..<min(width, high + cropMarginPixels)
-        guard wanted.count * 8 <= width * 7 else { return 0..<width } // less than an eighth to skip
+        return wanted.count * 8 <= width * 7 ? wanted : nil // less than an eighth to skip
+    }
+
+    /// Tells the decoder to skip the IDCT, upsampling and colour conversion of the columns
+    /// outside `wanted` (`sinks` are all resamplers: `columnsToDecode`). Returns the columns
+    /// each row will hold.
+    static func cropColumns(_ decoder: JPEGDecoder, _ wanted: Range<Int>, width: Int,
+                            sinks: [JPEGRowSink]) throws(ImagingError) -> Range<Int> {
         let columns = try decoder.cropColumns(wanted)
         guard columns.lowerBound <= wanted.lowerBound, columns.upperBound >= wanted.upperBound,
               columns.upperBound <= width else {
             throw .undecodable(reason: "libjpeg cropped \(columns) for columns \(wanted) of \(width)")
         }
-        for resampler in resamplers { resampler.receive(columns: columns) }
+        for case let .resample(resampler) in sinks { resampler.receive(columns: columns) }
         return columns
     }
 }

@@ -87,14 +87,13 @@ public struct Thumbnailer: Sendable {
     /// scale the least reduced of them needs): a batch that wants two kinds decodes once.
     public func thumbnails(of source: SourceBytes, requests: [ThumbnailRequest],
                            isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [Thumbnail] {
-        try thumbnailSet(of: source, requests: requests, computesPlaceholder: false, isCancelled: isCancelled).thumbnails
+        try thumbnailSet(of: source, requests: requests, placeholder: .skip, isCancelled: isCancelled).thumbnails
     }
 
-    /// The same, and with `computesPlaceholder` the source's placeholder from that decode.
-    public func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], computesPlaceholder: Bool,
+    /// The same, and the source's placeholder from that decode as `placeholder` demands.
+    public func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                              isCancelled: CancellationCheck? = nil) throws(ImagingError) -> ThumbnailSet {
-        let (rendered, placeholder) = try renderAll(source, requests: requests, computesPlaceholder: computesPlaceholder,
-                                                    isCancelled: isCancelled)
+        let (rendered, placeholder) = try renderAll(source, requests: requests, placeholder: demand, isCancelled: isCancelled)
         var thumbnails: [Thumbnail] = []
         for (request, image) in zip(requests, rendered) {
             if isCancelled?() == true { throw .cancelled }
@@ -117,10 +116,10 @@ public struct Thumbnailer: Sendable {
     /// Renders to pixels (sRGB, straight alpha), without encoding.
     public func render(_ source: SourceBytes, request: ThumbnailRequest,
                        isCancelled: CancellationCheck? = nil) throws(ImagingError) -> RenderedImage {
-        try renderAll(source, requests: [request], computesPlaceholder: false, isCancelled: isCancelled).images[0]
+        try renderAll(source, requests: [request], placeholder: .skip, isCancelled: isCancelled).images[0]
     }
 
-    func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest], computesPlaceholder: Bool,
+    func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                    isCancelled: CancellationCheck?) throws(ImagingError) -> (images: [RenderedImage], placeholder: Placeholder?) {
         guard !requests.isEmpty else { return ([], nil) }
         for request in requests {
@@ -130,7 +129,7 @@ public struct Thumbnailer: Sendable {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }
         let decoded: [DecodedThumbnail]
-        let sampler = computesPlaceholder ? PlaceholderSampler() : nil
+        let sampler = demand == .skip ? nil : PlaceholderSampler(onlyIfWholeFrame: demand == .ifWholeFrame)
         switch source.format {
         case .jpeg:
             decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled, placeholder: sampler)

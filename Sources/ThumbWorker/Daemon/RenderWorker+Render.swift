@@ -11,7 +11,7 @@ extension RenderWorker {
     /// malformed answer is reaped (killed first if it still runs). The descriptor stays the
     /// caller's (the worker gets its own copy).
     package func render(source descriptor: Int32, status: FileStatus, label: String, requests: [ThumbnailRequest],
-                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double, computesPlaceholder: Bool = false,
+                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double, placeholder: PlaceholderDemand = .skip,
                         isCancelled: (@Sendable () -> Bool)? = nil) -> WorkerOutcome {
         if let ending { return .crashed(WorkerDeath(pid: pid, symptom: .notListening, ending: ending, killedByDaemon: false, cpuSeconds: 0)) }
         guard !requests.isEmpty else { return .rendered(WorkerAnswer(results: [], cpuSeconds: 0)) }
@@ -20,7 +20,7 @@ extension RenderWorker {
         let id = nextRequestID
         nextRequestID &+= 1
         let order = WorkerRenderOrder(requestID: id, status: status, label: label, limits: limits, tuning: tuning, requests: requests,
-                                      computesPlaceholder: computesPlaceholder)
+                                      placeholder: placeholder)
         let frame: [UInt8]
         do throws(WorkerProtocolError) {
             frame = try order.encode()
@@ -50,7 +50,7 @@ extension RenderWorker {
         }
         do throws(WorkerProtocolError) {
             let answer = try WorkerAnswer.decode(frame: answerFrame, requestID: id, requests: requests, limits: limits,
-                                                 computesPlaceholder: computesPlaceholder)
+                                                 placeholder: placeholder)
             accountedCPUSeconds += answer.cpuSeconds
             return .rendered(answer)
         } catch {

@@ -41,7 +41,7 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
     /// worker found dead before it got the order (it died idle) is replaced and the order sent
     /// again once: only a worker that held the request counts against the file.
     package func render(source descriptor: Int32, status: FileStatus, label: String, requests: [ThumbnailRequest],
-                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double, computesPlaceholder: Bool = false,
+                        limits: ImageLimits, tuning: ShrinkPlan.Tuning, deadlineSeconds: Double, placeholder: PlaceholderDemand = .skip,
                         isCancelled: (@Sendable () -> Bool)? = nil) -> WorkerOutcome {
         for attempt in 0..<2 {
             let worker: RenderWorker
@@ -51,7 +51,7 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
                 return .unavailable(error)
             }
             let outcome = worker.render(source: descriptor, status: status, label: label, requests: requests, limits: limits,
-                                        tuning: tuning, deadlineSeconds: deadlineSeconds, computesPlaceholder: computesPlaceholder,
+                                        tuning: tuning, deadlineSeconds: deadlineSeconds, placeholder: placeholder,
                                         isCancelled: isCancelled)
             switch outcome {
             case .rendered:

@@ -73,7 +73,7 @@ package struct WorkerAnswer: Sendable {
             }
             writer.result(result)
         }
-        writer.placeholder(order.computesPlaceholder ? placeholder : nil)
+        writer.placeholder(order.placeholder == .skip ? nil : placeholder)
         writer.placements(placements, of: order.requests)
         // Cannot fail: every result was fitted within the bound above.
         return (try? writer.finish(maxPayloadBytes: bound)) ?? []
@@ -82,7 +82,7 @@ package struct WorkerAnswer: Sendable {
     /// A whole answer frame (header and payload) to `requests` under `limits`, as the daemon
     /// decodes it: hostile input, every field checked.
     package static func decode(frame: [UInt8], requestID: UInt64, requests: [ThumbnailRequest], limits: ImageLimits,
-                               computesPlaceholder: Bool = false) throws(WorkerProtocolError) -> WorkerAnswer {
+                               placeholder demand: PlaceholderDemand = .skip) throws(WorkerProtocolError) -> WorkerAnswer {
         let header = try WorkerFrameHeader.decode(frame, maxPayloadBytes: maxPayloadBytes(requestCount: requests.count, limits: limits))
         try header.expect(.answer, requestID: requestID)
         try header.expectPayload(in: frame)
@@ -100,7 +100,7 @@ package struct WorkerAnswer: Sendable {
             results.append(try reader.result("answer.results[\(index)]", request: request, limits: limits))
         }
         let placeholder = try reader.placeholder("answer.placeholder")
-        if placeholder != nil && !computesPlaceholder {
+        if placeholder != nil && demand == .skip {
             throw WorkerProtocolError(field: "answer.placeholder", problem: "a placeholder the order did not ask for")
         }
         let placements = try reader.placements("answer.placements", requests: requests)

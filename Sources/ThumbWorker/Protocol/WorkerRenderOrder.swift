@@ -12,17 +12,17 @@ package struct WorkerRenderOrder: Sendable, Equatable {
     package var tuning: ShrinkPlan.Tuning
     package var requests: [ThumbnailRequest]
     /// Whether the answer carries the source's placeholder (computed from the same decode).
-    package var computesPlaceholder: Bool
+    package var placeholder: PlaceholderDemand
 
     package init(requestID: UInt64, status: FileStatus, label: String, limits: ImageLimits, tuning: ShrinkPlan.Tuning,
-                 requests: [ThumbnailRequest], computesPlaceholder: Bool = false) {
+                 requests: [ThumbnailRequest], placeholder: PlaceholderDemand = .skip) {
         self.requestID = requestID
         self.status = status
         self.label = label
         self.limits = limits
         self.tuning = tuning
         self.requests = requests
-        self.computesPlaceholder = computesPlaceholder
+        self.placeholder = placeholder
     }
 
     package func encode() throws(WorkerProtocolError) -> [UInt8] {
@@ -35,7 +35,7 @@ package struct WorkerRenderOrder: Sendable, Equatable {
         writer.string(label)
         writer.limits(limits)
         writer.tuning(tuning)
-        writer.bool(computesPlaceholder)
+        writer.uint8(placeholder.rawValue)
         writer.count(requests.count)
         for request in requests { writer.request(request) }
         return try writer.finish(maxPayloadBytes: WorkerProtocol.maxRenderPayloadBytes)
@@ -51,14 +51,17 @@ package struct WorkerRenderOrder: Sendable, Equatable {
         let label = try reader.string("render.label")
         let limits = try reader.limits("render.limits")
         let tuning = try reader.tuning("render.tuning")
-        let computesPlaceholder = try reader.bool("render.computesPlaceholder")
+        let placeholderCode = try reader.uint8("render.placeholder")
+        guard let placeholder = PlaceholderDemand(rawValue: placeholderCode) else {
+            throw WorkerProtocolError(field: "render.placeholder", problem: "\(placeholderCode) is not 0 (skip), 1 (if whole frame) or 2 (always)")
+        }
         let count = try reader.count(max: WorkerProtocol.maxRequestsPerOrder, "render.requests.count")
         guard count > 0 else { throw WorkerProtocolError(field: "render.requests.count", problem: "no requests") }
         var requests: [ThumbnailRequest] = []
         for index in 0..<count { requests.append(try reader.request("render.requests[\(index)]")) }
         try reader.finish()
         return WorkerRenderOrder(requestID: header.requestID, status: status, label: label, limits: limits, tuning: tuning,
-                                 requests: requests, computesPlaceholder: computesPlaceholder)
+                                 requests: requests, placeholder: placeholder)
     }
 }
 

@@ -91,7 +91,7 @@ public enum RenderWorkerMain {
             do throws(ImagingError) {
                 try faultHook?(source)
                 let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
-                                                            computesPlaceholder: order.computesPlaceholder) { page.cancelledRequest == id }
+                                                            placeholder: order.placeholder) { page.cancelledRequest == id }
                 results = rendered.thumbnails.map { .success($0) }
                 placeholder = rendered.placeholder
                 placements = rendered.placements
