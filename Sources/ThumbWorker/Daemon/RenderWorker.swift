@@ -87,7 +87,7 @@ public final class RenderWorker: @unchecked Sendable {
         var exitedByItself = false
         if let processDescriptor {
             var entry = pollfd(fd: processDescriptor, events: Int16(POLLIN), revents: 0)
-            let deadline = ContinuousClock.now + .milliseconds(Int(graceSeconds * 1000))
+            let deadline = ContinuousClock.now + .seconds(graceSeconds)
             let ready = try? systemCall("poll of render worker \(pid)") {
                 poll(&entry, 1, FrameSocket.milliseconds(until: deadline))
             }
