@@ -15,14 +15,15 @@ public enum PlaceholderState: Sendable, Equatable {
 /// Placeholders from the decode to the index, and the batch look-up a screen of cells asks for.
 /// A placeholder belongs to one asset version and is computed from a decode of it (in process
 /// or in the worker) that the index has none for: any decode that reads the whole frame anyway,
-/// and every decode no client waits on (pre-rendering, batch, the look-up's own renders). A
-/// client's render that could skip columns (a JPEG fill crop) leaves it to those: they are
-/// the watcher's and batch's job, and a look-up queues one.
+/// every decode no client waits on (pre-rendering, batch, the look-up's own renders), and one a
+/// client waits on that reads placeholders from its answers (`PipelineRequest.wantsPlaceholder`).
+/// Another client's render that could skip columns (a JPEG fill crop) leaves it to those.
 extension ThumbnailPipeline {
     /// What a decode of `asset` is asked for, from one look-up of its row: the jobs' requests,
     /// each attention crop handed the place an earlier decode of this version found for its
     /// shape (so a JPEG decodes only the crop's columns), and whether to compute the placeholder
-    /// (the index has none for this version; at any cost unless a client waits at `.visible`).
+    /// (the index has none for this version; at any cost unless a client waits at `.visible`
+    /// and nobody asked for it).
     func decodeOrder(_ jobs: [RenderJob], of asset: AssetVersion) -> (requests: [ThumbnailRequest], placeholder: PlaceholderDemand) {
         let row = disk.storedPlaceholders(ofAssets: [asset.path])[asset.path]
         let current = row?.version == asset.description ? row : nil
@@ -34,8 +35,17 @@ extension ThumbnailPipeline {
             return request
         }
         guard current == nil else { return (requests, .skip) }
-        let clientWaits = state.withLock { state in jobs.contains { state.jobs[$0.key.digest].map { $0.priority >= .visible } ?? false } }
-        return (requests, clientWaits ? .ifWholeFrame : .always)
+        let (wanted, clientWaits) = state.withLock { state in
+            var wanted = false, clientWaits = false
+            // The records of these very jobs (one dropped meanwhile may have a successor under its key).
+            for job in jobs {
+                guard let record = state.jobs[job.key.digest], record.job === job else { continue }
+                wanted = wanted || record.placeholderWanted
+                clientWaits = clientWaits || record.waitersPriority.map { $0 >= .visible } ?? false
+            }
+            return (wanted, clientWaits)
+        }
+        return (requests, clientWaits && !wanted ? .ifWholeFrame : .always)
     }
 
     /// Stores what a decode learnt of the version that was read: its placeholder (the row, with
@@ -111,10 +121,12 @@ extension ThumbnailPipeline {
         // thumbnail this decode stores is one a later request finds.
         let key = cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
         state.withLock { state in
-            // A job of this thumbnail is on its way: its decode computes the placeholder (and a
-            // client polling a pending screen adds no waiter each time).
-            guard !state.shuttingDown, state.jobs[key.digest] == nil else { return }
-            let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
+            guard !state.shuttingDown else { return }
+            // A job of this thumbnail is on its way: its decode is to compute the placeholder
+            // (and a client polling a pending screen adds no waiter each time).
+            if state.jobs[key.digest] != nil { return state.jobs.wantPlaceholder(fromJob: key.digest) }
+            let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil,
+                                wantsPlaceholder: true)
             _ = attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state)
         }
     }

@@ -75,7 +75,7 @@ extension ThumbnailPipeline {
                 guard let key, let resolved else { return token }
                 state.metrics.misses += 1
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
-                                    priority: request.priority, completion: completion)
+                                    priority: request.priority, completion: completion, wantsPlaceholder: request.wantsPlaceholder)
                 if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,
                            encoder: configuration.encoder(for: request.kind, format: request.format),
                            parks: previousLive != nil, in: &state) {

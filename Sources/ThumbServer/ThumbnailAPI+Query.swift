@@ -20,8 +20,13 @@ public struct ThumbnailCall: Sendable {
     /// The answer depends on `Accept` (answered with `Vary: Accept`).
     public var variesWithAccept: Bool
 
+    /// A miss with `wait=0` answers with the placeholder, and JSON answers carry it: such a
+    /// client reads placeholders, so its render computes one at any cost.
     public var pipelineRequest: PipelineRequest {
-        PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token, format: format)
+        var request = PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token,
+                                      format: format)
+        request.wantsPlaceholder = waitMilliseconds == 0 || answersWithPath
+        return request
     }
 
     static func parse(_ request: HTTPRequest, context: ParsingContext, maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {

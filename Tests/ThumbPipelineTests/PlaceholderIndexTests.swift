@@ -166,6 +166,31 @@ import ThumbImaging
         #expect(pipeline.disk.placeholder(of: version) != nil && pipeline.metrics.placeholdersComputed == 1)
     }
 
+    @Test("a client that reads placeholders (wait=0, JSON) has its render compute one, column crop or not")
+    func clientWhoWantsItGetsIt() async throws {
+        let pipeline = try fixture.pipeline()
+        defer { pipeline.shutdown() }
+        var request = PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3)
+        request.wantsPlaceholder = true
+        #expect(await pipeline.thumbnail(request).thumbnail != nil)
+        #expect(pipeline.disk.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
+    }
+
+    @Test("a look-up that finds a client's render of its thumbnail queued has that render compute the placeholder")
+    func lookUpJoinsAQueuedClientRender() async throws {
+        let pipeline = try fixture.pipeline(paused: true)
+        defer { pipeline.shutdown() }
+        let log = AnswerLog()
+        pipeline.submit(PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3), completion: log.completion("client"))
+        #expect(pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(pipeline.metrics.queuedJobs.values.reduce(0, +) == 1, "the look-up joined the client's job")
+        pipeline.startWorkers()
+        await log.wait(for: 1)
+        #expect((try? log.response("client")?.result.get()) != nil)
+        #expect(pipeline.disk.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
+        #expect(pipeline.metrics.placeholdersComputed == 1)
+    }
+
     @Test("a changed file has no placeholder until it is decoded again; the version tag changes with it")
     func changedFileIsPendingAgain() async throws {
         let pipeline = try fixture.pipeline()

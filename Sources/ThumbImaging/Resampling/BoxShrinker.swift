@@ -14,7 +14,9 @@ final class BoxShrinker {
     let outputWidth: Int
     let outputHeight: Int
     private(set) var output: FloatImage
-    private var sums: [SIMD4<UInt32>]
+    /// A block's running sums. One row's part fits 32 bits (a block row is at most 65,500
+    /// pixels of at most 255² premultiplied); a whole block does not (258 × 258 × 255² > 2³²).
+    private var sums: [SIMD4<UInt64>]
     private var rowsInBand = 0
     private var sampledRowsInBand = 0
     private var outputRow = 0
@@ -31,7 +33,7 @@ final class BoxShrinker {
         outputWidth = (sourceWidth + self.factor - 1) / self.factor
         outputHeight = (sourceHeight + self.factor - 1) / self.factor
         output = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: channels == 4, zeroed: false)
-        sums = [SIMD4<UInt32>](repeating: .zero, count: outputWidth)
+        sums = [SIMD4<UInt64>](repeating: .zero, count: outputWidth)
     }
 
     var isComplete: Bool { rowsConsumed >= sourceHeight }
@@ -75,7 +77,7 @@ final class BoxShrinker {
                         x += step
                     }
                 }
-                sums[block] &+= sum
+                sums[block] &+= SIMD4<UInt64>(truncatingIfNeeded: sum)
             }
         }
     }

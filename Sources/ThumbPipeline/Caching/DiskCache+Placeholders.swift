@@ -81,7 +81,8 @@ extension DiskCache {
     }
 
     /// Adds placements to the row of exactly `asset`'s version (a shape already placed keeps its
-    /// place); none is stored without that row, since a version's first decode writes it.
+    /// place); none is stored without that row: a decode that places a crop reads the whole
+    /// frame, so the version's first one also wrote the row.
     public func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion) {
         guard !placements.isEmpty else { return }
         state.withLock { state in

@@ -37,6 +37,10 @@ public struct PipelineRequest: Sendable {
     public var token: UInt64?
     /// The output format; nil: the kind's preferred one (`PipelineConfiguration.preferredFormat`).
     public var format: EncoderSettings.Format?
+    /// The client reads placeholders from its answers (a `wait=0` miss, JSON): a render this
+    /// request waits on computes the version's placeholder whatever it costs, not only from a
+    /// frame it decodes whole anyway (`PlaceholderDemand`).
+    public var wantsPlaceholder = false
 
     public init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
                 slot: SlotID? = nil, token: UInt64? = nil, format: EncoderSettings.Format? = nil) {

@@ -39,6 +39,11 @@ struct JobTable {
 
     subscript(digest: String) -> JobRecord? { records[digest] }
 
+    /// The job of `digest`, queued or running, is to compute its version's placeholder whatever it costs.
+    mutating func wantPlaceholder(fromJob digest: String) {
+        records[digest]?.placeholderWanted = true
+    }
+
     /// Whether the waiter still waits (it was neither answered nor detached).
     func isWaiting(_ reference: WaiterRef) -> Bool {
         records[reference.digest]?.waiters[reference.waiterID] != nil
@@ -123,6 +128,7 @@ extension JobTable {
     mutating func attach(_ waiter: Waiter, key: CacheKey, parks: Bool, makeJob: (UInt64) -> RenderJob) -> Attachment {
         if var record = records[key.digest], record.job.key == key {
             record.waiters[waiter.id] = waiter
+            record.placeholderWanted = record.placeholderWanted || waiter.wantsPlaceholder
             var wakesWorker = false
             if record.parked {
                 record.priority = max(record.priority, waiter.priority)
@@ -144,6 +150,7 @@ extension JobTable {
         let job = makeJob(makeID())
         var record = JobRecord(job: job, priority: waiter.priority)
         record.waiters[waiter.id] = waiter
+        record.placeholderWanted = waiter.wantsPlaceholder
         queuedJobs += 1
         if parks {
             record.parked = true

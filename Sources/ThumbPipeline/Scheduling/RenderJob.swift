@@ -81,6 +81,8 @@ struct Waiter {
     let priority: Priority
     /// nil for fire-and-forget work (pre-rendering, batch): it keeps the job alive but is told nothing.
     let completion: (@Sendable (PipelineResponse) -> Void)?
+    /// The job's decode computes the version's placeholder at any cost (`PipelineRequest.wantsPlaceholder`).
+    var wantsPlaceholder = false
 }
 
 /// Names one waiter of one job, for the tables that point at waiters without owning them
@@ -100,6 +102,9 @@ struct JobRecord {
     var priority: Priority
     /// Queued but held back by the fling debounce (not in the queue yet).
     var parked = false
+    /// Someone wants the version's placeholder from this decode whatever it costs: a waiter
+    /// (`Waiter.wantsPlaceholder`) or a placeholder look-up that found the job on its way.
+    var placeholderWanted = false
 
     /// The highest priority among the waiters (a job runs as urgently as its most urgent waiter).
     var waitersPriority: Priority? { waiters.values.map(\.priority).max() }

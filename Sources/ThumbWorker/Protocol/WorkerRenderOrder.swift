@@ -11,7 +11,7 @@ package struct WorkerRenderOrder: Sendable, Equatable {
     package var limits: ImageLimits
     package var tuning: ShrinkPlan.Tuning
     package var requests: [ThumbnailRequest]
-    /// Whether the answer carries the source's placeholder (computed from the same decode).
+    /// Whether the worker computes the source's placeholder from the same decode and answers with it.
     package var placeholder: PlaceholderDemand
 
     package init(requestID: UInt64, status: FileStatus, label: String, limits: ImageLimits, tuning: ShrinkPlan.Tuning,
