@@ -36,3 +36,17 @@ import Testing
         #expect(abs(pixel.z - 50 * alpha / 255) < 0.01 && abs(pixel.w - alpha) < 0.01, "\(pixel)")
     }
 }
+
+extension BoxShrinkerTests {
+    @Test("an RGB block of 4,200 x 4,200 white pixels (a 65,500-px source into a few pixels) averages to white")
+    func hugeOpaqueBlocks() {
+        let width = 4200
+        let shrinker = BoxShrinker(sourceWidth: width, sourceHeight: width, channels: 3, factor: width)
+        let row = [UInt8](repeating: 255, count: width * 3)
+        row.withUnsafeBufferPointer { row in
+            for _ in 0..<width { shrinker.consume(rows: row.baseAddress!, count: 1, rowStride: width * 3) }
+        }
+        let pixel = shrinker.output.pixels[0]
+        #expect(abs(pixel.x - 255) < 0.01 && abs(pixel.y - 255) < 0.01 && abs(pixel.z - 255) < 0.01, "\(pixel)")
+    }
+}

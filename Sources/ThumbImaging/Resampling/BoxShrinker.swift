@@ -14,9 +14,11 @@ final class BoxShrinker {
     let outputWidth: Int
     let outputHeight: Int
     private(set) var output: FloatImage
-    /// A block's running sums. One row's part fits 32 bits (a block row is at most 65,500
-    /// pixels of at most 255² premultiplied); a whole block does not (258 × 258 × 255² > 2³²).
-    private var sums: [SIMD4<UInt64>]
+    private var sums: [SIMD4<UInt32>]
+    /// Blocks whose sums could pass 32 bits (premultiplied RGBA, 258 × 258 pixels or more: a
+    /// translucent panorama shrunk into a small slot) carry each row's sums here; one row's part
+    /// fits 32 bits (at most 65,500 pixels of at most 255²). Empty otherwise, the common case.
+    private var wideSums: [SIMD4<UInt64>]
     private var rowsInBand = 0
     private var sampledRowsInBand = 0
     private var outputRow = 0
@@ -33,7 +35,11 @@ final class BoxShrinker {
         outputWidth = (sourceWidth + self.factor - 1) / self.factor
         outputHeight = (sourceHeight + self.factor - 1) / self.factor
         output = FloatImage(width: outputWidth, height: outputHeight, hasAlpha: channels == 4, zeroed: false)
-        sums = [SIMD4<UInt64>](repeating: .zero, count: outputWidth)
+        sums = [SIMD4<UInt32>](repeating: .zero, count: outputWidth)
+        // Samples a block side holds (a block never exceeds the source), times a sample's largest value.
+        let side = UInt64((min(self.factor, max(sourceWidth, sourceHeight, 1)) + self.sampleStep - 1) / self.sampleStep)
+        let largestBlockSum = side * side * (channels == 4 ? 255 * 255 : 255)
+        wideSums = largestBlockSum > UInt64(UInt32.max) ? [SIMD4<UInt64>](repeating: .zero, count: outputWidth) : []
     }
 
     var isComplete: Bool { rowsConsumed >= sourceHeight }
@@ -51,6 +57,7 @@ final class BoxShrinker {
         if rowsInBand % sampleStep == 0 {
             sampledRowsInBand += 1
             sum(row: row)
+            if !wideSums.isEmpty { carryRowSums() }
         }
         rowsInBand += 1
         if rowsInBand == factor || rowsConsumed == sourceHeight { emitBand() }
@@ -77,7 +84,7 @@ final class BoxShrinker {
                         x += step
                     }
                 }
-                sums[block] &+= SIMD4<UInt64>(truncatingIfNeeded: sum)
+                sums[block] &+= sum
             }
         }
     }
@@ -103,6 +110,18 @@ final class BoxShrinker {
         outputRow += 1
     }
 
+    /// Moves one row's 32-bit block sums into the 64-bit ones (`wideSums`).
+    private func carryRowSums() {
+        sums.withUnsafeMutableBufferPointer { sums in
+            wideSums.withUnsafeMutableBufferPointer { wide in
+                for x in 0..<outputWidth {
+                    wide[x] &+= SIMD4<UInt64>(truncatingIfNeeded: sums[x])
+                    sums[x] = .zero
+                }
+            }
+        }
+    }
+
     private func emitBand() {
         // Samples a block row holds: ceil(width / step).
         func samples(_ width: Int) -> Float { Float((width + sampleStep - 1) / sampleStep) }
@@ -115,10 +134,14 @@ final class BoxShrinker {
         let base = outputRow * outputWidth
         output.pixels.withUnsafeMutableBufferPointer { pixels in
             sums.withUnsafeMutableBufferPointer { sums in
-                for x in 0..<outputWidth {
-                    let area = (x == outputWidth - 1 ? lastBlockWidth : fullBlockWidth) * blockHeight
-                    pixels[base + x] = SIMD4<Float>(sums[x]) * (lanes / area) + opaque
-                    sums[x] = .zero
+                wideSums.withUnsafeMutableBufferPointer { wide in
+                    for x in 0..<outputWidth {
+                        let area = (x == outputWidth - 1 ? lastBlockWidth : fullBlockWidth) * blockHeight
+                        let sum = wide.isEmpty ? SIMD4<Float>(sums[x]) : SIMD4<Float>(wide[x])
+                        pixels[base + x] = sum * (lanes / area) + opaque
+                        sums[x] = .zero
+                        if !wide.isEmpty { wide[x] = .zero }
+                    }
                 }
             }
         }
