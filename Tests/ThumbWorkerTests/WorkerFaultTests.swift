@@ -59,6 +59,17 @@ import Glibc
         try expectWorks(after: pid)
     }
 
+    @Test func aDeadlineThatIsNotANumberLeavesNoTimeAndDoesNotTrap() throws {
+        defer { supervisor.shutdown() }
+        try supervisor.start()
+        let start = ContinuousClock.now
+        let outcome = try WorkerFixture.render(supervisor, goodFile, deadlineSeconds: .nan)
+        if case .rendered = outcome { Issue.record("rendered within no time at all: \(outcome)") }
+        #expect(RenderWorker.seconds(since: start) < 5)
+        let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, goodFile), "after the NaN deadline")
+        #expect(answer.results.allSatisfy { (try? $0.get()) != nil })
+    }
+
     @Test func loopIsKilledAtItsDeadline() throws {
         defer { supervisor.shutdown() }
         let (outcome, pid, seconds) = try fault("loop", deadlineSeconds: 1)

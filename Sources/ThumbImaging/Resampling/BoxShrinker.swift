@@ -15,9 +15,10 @@ final class BoxShrinker {
     let outputHeight: Int
     private(set) var output: FloatImage
     private var sums: [SIMD4<UInt32>]
-    /// Blocks whose sums could pass 32 bits (premultiplied RGBA, 258 × 258 pixels or more: a
-    /// translucent panorama shrunk into a small slot) carry each row's sums here; one row's part
-    /// fits 32 bits (at most 65,500 pixels of at most 255²). Empty otherwise, the common case.
+    /// Blocks whose sums could pass 32 bits (premultiplied RGBA from 258 × 258 pixels, RGB from
+    /// 4,105 × 4,105: a huge source shrunk into a small slot) carry each row's sums here; one
+    /// row's part fits 32 bits (at most 65,500 pixels of at most 255²). Empty otherwise, the
+    /// common case.
     private var wideSums: [SIMD4<UInt64>]
     private var rowsInBand = 0
     private var sampledRowsInBand = 0
@@ -38,8 +39,10 @@ final class BoxShrinker {
         sums = [SIMD4<UInt32>](repeating: .zero, count: outputWidth)
         // Samples a block side holds (a block never exceeds the source), times a sample's largest value.
         let side = UInt64((min(self.factor, max(sourceWidth, sourceHeight, 1)) + self.sampleStep - 1) / self.sampleStep)
-        let largestBlockSum = side * side * (channels == 4 ? 255 * 255 : 255)
-        wideSums = largestBlockSum > UInt64(UInt32.max) ? [SIMD4<UInt64>](repeating: .zero, count: outputWidth) : []
+        let (samples, tooMany) = side.multipliedReportingOverflow(by: side)
+        let (largestBlockSum, tooLarge) = samples.multipliedReportingOverflow(by: channels == 4 ? 255 * 255 : 255)
+        let wide = tooMany || tooLarge || largestBlockSum > UInt64(UInt32.max)
+        wideSums = wide ? [SIMD4<UInt64>](repeating: .zero, count: outputWidth) : []
     }
 
     var isComplete: Bool { rowsConsumed >= sourceHeight }

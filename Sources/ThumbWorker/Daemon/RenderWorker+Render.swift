@@ -16,7 +16,7 @@ extension RenderWorker {
         if let ending { return .crashed(WorkerDeath(pid: pid, symptom: .notListening, ending: ending, killedByDaemon: false, cpuSeconds: 0)) }
         guard !requests.isEmpty else { return .rendered(WorkerAnswer(results: [], cpuSeconds: 0)) }
         let start = ContinuousClock.now
-        let deadline = start + .milliseconds(Int(min(max(deadlineSeconds, 0), 86_400) * 1000))
+        let deadline = start + .milliseconds(CheckedConversion.clampedInteger(deadlineSeconds * 1000, to: 0...86_400_000))
         let id = nextRequestID
         nextRequestID &+= 1
         let order = WorkerRenderOrder(requestID: id, status: status, label: label, limits: limits, tuning: tuning, requests: requests,
