@@ -34,15 +34,18 @@ let package = Package(
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
         .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"]),
         .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"]),
+        // The config file: parsed into bounded values, and its one mapping to a pipeline (serve, spool, batch).
+        .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
-        .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging", "CHiredis"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
+        .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],
                           path: "Benchmarks/ScrollSimulation"),
         .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
-        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging"]),
+        // The sample config's kinds are the imaging tests' kinds (ThumbConfiguration loads it).
+        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
@@ -53,7 +56,7 @@ let package = Package(
         // the production thumbd never passes one.
         .executableTarget(name: "thumbd-test-worker", dependencies: ["CThumbSystem", "CThumbWorker", "ThumbSystem", "ThumbImaging", "ThumbWorker"], path: "Tests/TestWorker"),
         // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
-        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbServer", "ThumbBatch", "ThumbWorker"],
+        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch", "ThumbWorker"],
                 path: "Fuzz/Doors"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzDoors"]),
     ],

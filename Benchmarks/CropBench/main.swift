@@ -158,10 +158,12 @@ print("|---|---|---|---|")
 for (kindIndex, job) in jobs.enumerated() {
     for (variantIndex, variant) in variants.enumerated() where variant.encodes || job.requests.count == 1 {
         let time = best[kindIndex][variantIndex].reduce(0, +) / Double(files.count) * 1000
+        guard time.isFinite else { continue } // a row --jobs or --variants left out
         // Pixels-only variants compare with centred pixels only, the others with the centred render.
         let baselineIndex = variant.encodes ? 0 : variants.firstIndex { !$0.encodes }!
         let baseline = best[kindIndex][baselineIndex].reduce(0, +) / Double(files.count) * 1000
-        let against = variantIndex == baselineIndex ? "baseline" : String(format: "%+.1f%%", (time / baseline - 1) * 100)
+        let against = variantIndex == baselineIndex ? "baseline"
+            : baseline.isFinite ? String(format: "%+.1f%%", (time / baseline - 1) * 100) : "(baseline not run)"
         print("| \(job.name) | \(variant.name) | \(String(format: "%.2f", time)) | \(against) |")
     }
 }

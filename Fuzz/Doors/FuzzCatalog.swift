@@ -1,4 +1,5 @@
 import Foundation
+import ThumbConfiguration
 import ThumbImaging
 
 /// The kinds every text and HTTP door resolves against: the README's example config (masks,

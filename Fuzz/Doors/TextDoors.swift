@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbConfiguration
 import ThumbImaging
 
 /// The parsers of names, specs, configs and jobs.

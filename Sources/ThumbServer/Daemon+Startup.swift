@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import ThumbBatch
+import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
 import ThumbSystem

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbConfiguration
 import ThumbImaging
 
 /// Issue 8, items 1 and 9: no size, scale or ratio from a spec or a config can trap the pixel

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbConfiguration
 import ThumbImaging
 
 /// Issue 12: the kinds' `"crop"` key, the inline specs' `crop=` option, and the focus-region text forms.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbConfiguration
 import ThumbImaging
 
 /// `encoding.format` / `formats`, per kind, and the negotiation of a request's format with

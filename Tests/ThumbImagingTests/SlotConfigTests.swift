@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbConfiguration
 import ThumbImaging
 
 /// Slot specs, the sample config, `thumbd slots`, config errors and the circle/rounded masks.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbConfiguration
 import ThumbImaging
 #if canImport(Glibc)
 import Glibc

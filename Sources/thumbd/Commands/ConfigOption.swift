@@ -1,4 +1,5 @@
 import Foundation
+import ThumbConfiguration
 import ThumbImaging
 
 /// `--config FILE`, shared by the subcommands: the file when given, else the built-in kinds.

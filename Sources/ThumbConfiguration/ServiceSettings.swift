@@ -1,3 +1,5 @@
+import ThumbImaging
+
 /// The daemon's part of the config: where the cache lives, how it listens, how much it may use.
 /// Budgets in bytes.
 public struct ServiceSettings: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbImaging
 
 /// A bad configuration: `key` is the JSON path of the offending value (`kinds.avatar.width`).
 public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {

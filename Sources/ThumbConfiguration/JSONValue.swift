@@ -1,4 +1,5 @@
 import Foundation
+import ThumbImaging
 
 /// A parsed JSON value: Foundation's JSONSerialization blurs booleans and numbers on Linux,
 /// JSONDecoder does not.

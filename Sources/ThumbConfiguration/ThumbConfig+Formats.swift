@@ -1,26 +1,4 @@
-/// The output formats of every kind: the `encoding` section's `format` and `formats`, and a
-/// kind's own `encoding` over them.
-public struct OutputFormatPolicy: Sendable, Equatable {
-    public var defaults = OutputFormats()
-    public var byKind: [String: OutputFormats] = [:]
-
-    public init() {}
-
-    /// A kind's formats. AVIF encodes take far longer than JPEG (see the README's AVIF
-    /// measurements): it comes only to kinds that are pre-rendered, never on a request's path.
-    public func formats(for kind: SlotKind) -> OutputFormats {
-        if let own = byKind[kind.name] { return own }
-        var formats = defaults
-        if !kind.pregenerate {
-            formats.allowed.remove(.avif)
-            if formats.preferred == .avif {
-                formats.preferred = .auto
-                formats.allowed.formUnion([.jpeg, .png])
-            }
-        }
-        return formats
-    }
-}
+import ThumbImaging
 
 extension ThumbConfig {
     /// `format` (auto | jpeg | png | webp | avif) and `formats` (the allow-list) of `fields`, over

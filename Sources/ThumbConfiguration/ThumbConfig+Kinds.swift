@@ -1,3 +1,5 @@
+import ThumbImaging
+
 extension ThumbConfig {
     /// Widest grid container and largest inset or spacing, points: far past any screen, and
     /// small enough that the layout arithmetic stays exact.

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbImaging
 
 /// thumbd's configuration file (JSON). Relative paths are resolved against the file's folder.
 public struct ThumbConfig: Sendable, Equatable {

@@ -83,3 +83,27 @@ struct AcceptHeader {
 
     func accepts(_ mediaType: String) -> Bool { accepted.contains(mediaType) }
 }
+
+/// The output formats of every kind: the `encoding` section's `format` and `formats`, and a
+/// kind's own `encoding` over them.
+public struct OutputFormatPolicy: Sendable, Equatable {
+    public var defaults = OutputFormats()
+    public var byKind: [String: OutputFormats] = [:]
+
+    public init() {}
+
+    /// A kind's formats. AVIF encodes take far longer than JPEG (see the README's AVIF
+    /// measurements): it comes only to kinds that are pre-rendered, never on a request's path.
+    public func formats(for kind: SlotKind) -> OutputFormats {
+        if let own = byKind[kind.name] { return own }
+        var formats = defaults
+        if !kind.pregenerate {
+            formats.allowed.remove(.avif)
+            if formats.preferred == .avif {
+                formats.preferred = .auto
+                formats.allowed.formUnion([.jpeg, .png])
+            }
+        }
+        return formats
+    }
+}

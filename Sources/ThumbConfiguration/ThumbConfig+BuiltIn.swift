@@ -1,3 +1,5 @@
+import ThumbImaging
+
 extension ThumbConfig {
     /// The freedesktop.org thumbnail flavours (sizes in pixels at @1x, fit): what `thumbd`
     /// offers when no config file is given.

@@ -1,0 +1,25 @@
+import ThumbImaging
+import ThumbPipeline
+import ThumbWorker
+
+extension PipelineConfiguration {
+    /// The one mapping from the config file to a pipeline, for `serve` (and its spool) and
+    /// `batch`: what a command does differently it sets afterwards, in one place of its own.
+    /// `workers` overrides the file's (a command-line flag); nil with neither: one per core.
+    public init(_ config: ThumbConfig, assetRoot: String, cacheDirectory: String, workers: Int? = nil) {
+        self.init(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
+        memoryCacheBytes = config.service.memoryCacheBytes
+        diskCacheBytes = config.service.diskCacheBytes
+        self.workers = workers ?? config.service.workers ?? max(1, System.processorCount)
+        maxQueuedJobs = config.service.maxQueuedJobs
+        maxSlots = config.service.maxSlots
+        maxSlotTableBytes = config.service.maxSlotTableBytes
+        slotIdleSeconds = Double(config.service.slotIdleSeconds)
+        limits = config.limits
+        encoder = config.encoder
+        outputFormats = config.outputFormats
+        tuning = config.shrinkTuning
+        renderSeconds = config.service.renderSeconds
+        worker = config.service.sandbox ? .thumbd(memoryLimitBytes: config.service.workerMemoryBytes) : nil
+    }
+}
