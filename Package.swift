@@ -44,12 +44,14 @@ let package = Package(
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],
                           path: "Benchmarks/ScrollSimulation"),
         .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
+        // What every test target shares: the package and corpus paths, this build's executables, polling.
+        .target(name: "ThumbTestSupport", path: "Tests/TestSupport"),
         // The sample config's kinds are the imaging tests' kinds (ThumbConfiguration loads it).
-        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
-        .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
-        .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker"]),
+        .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
+        .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
+        .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
+        .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbWorker"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).
         .executableTarget(name: "thumbd-crash-child", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbImaging"], path: "Tests/CrashChild"),
         // The render worker with a fault hook (trap, loop, alloc, …) that the worker tests launch;
@@ -68,7 +70,7 @@ let package = Package(
 // executable of such a build gets libFuzzer's main and these have no main of their own.
 if Context.environment["THUMBD_FUZZ"] != nil {
     package.products.removeAll { $0 is Product.Executable }
-    package.targets.removeAll { $0.type == .executable || $0.type == .test }
+    package.targets.removeAll { $0.type == .executable || $0.type == .test || $0.name == "ThumbTestSupport" }
     // Named here, not listed from the folder: SwiftPM caches a manifest's evaluation by its text
     // (in ~/.cache), so a folder added later stayed unseen by a cached listing (CI: "no such file
     // fuzz-jpeg-dc-scans"). scripts/fuzz refuses to run when this list and Fuzz/Targets differ.

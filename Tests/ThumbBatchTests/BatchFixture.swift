@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,16 +8,11 @@ import Glibc
 /// Shared fixture for the `thumbd batch` end-to-end tests: the package and corpus paths, temp
 /// folders, running the release binary as a child process, and the `--json` summary.
 enum BatchPaths {
-    /// Tests/ThumbBatchTests/BatchFixture.swift → the package root.
-    static let packageRoot: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().path
-    static let corpus: String = URL(fileURLWithPath: packageRoot).appendingPathComponent("../shared/corpus").standardizedFileURL.path
-    static let thumbd = packageRoot + "/.build/release/thumbd"
+    static let packageRoot = TestPaths.packageRoot
+    static let corpus = TestPaths.corpus
 
     static func requireThumbd() throws -> String {
-        try #require(FileManager.default.isExecutableFile(atPath: thumbd),
-                     "no \(thumbd): build with `swift build -c release -Xswiftc -enable-testing --build-tests`")
-        return thumbd
+        try TestPaths.builtExecutable("thumbd")
     }
 }
 

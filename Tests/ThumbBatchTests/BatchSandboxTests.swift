@@ -1,13 +1,12 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// `thumbd batch` decodes in sandboxed workers as `serve` does: a file that kills its worker
 /// fails that file only, and is remembered, so the next run does not render it again.
 @Suite struct BatchSandboxTests {
     static func testWorker() throws -> String {
-        let path = URL(fileURLWithPath: try BatchPaths.requireThumbd()).deletingLastPathComponent().appendingPathComponent("thumbd-test-worker").path
-        try #require(FileManager.default.isExecutableFile(atPath: path), "no \(path): build with --build-tests")
-        return path
+        try TestPaths.builtExecutable("thumbd-test-worker")
     }
 
     @Test func aWorkerCrashFailsItsFileOnlyAndIsRemembered() throws {

@@ -1,12 +1,10 @@
 import Foundation
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct RedisFixtureError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
+typealias RedisFixtureError = TestFailure
 
 /// A child process whose output goes to files (no pipe can fill up and stall it).
 final class ChildProcess {
@@ -60,9 +58,9 @@ final class ChildProcess {
 /// A private `redis-server` on a free 127.0.0.1 port, with a scratch folder; the server and
 /// every child started through the fixture are SIGKILLed when it goes away, pass or fail.
 final class RedisFixture {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let thumbd = packageRoot.appendingPathComponent(".build/release/thumbd").path
+    static let packageRoot = URL(fileURLWithPath: TestPaths.packageRoot)
+    /// Checked by `init`, which fails the test when it is missing.
+    static let thumbd = (try? TestPaths.builtExecutable("thumbd")) ?? ""
 
     let scratch: URL
     let port: Int
@@ -71,9 +69,7 @@ final class RedisFixture {
     private var server: ChildProcess?
 
     init(startServer: Bool = true) throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.thumbd) else {
-            throw RedisFixtureError("no \(Self.thumbd): build with `swift build -c release -Xswiftc -enable-testing --build-tests`")
-        }
+        _ = try TestPaths.builtExecutable("thumbd")
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         cliPath = Self.which("redis-cli") ?? "/usr/bin/redis-cli"

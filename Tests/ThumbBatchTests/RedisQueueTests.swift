@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +8,7 @@ import Glibc
 /// `thumbd batch --queue redis://…` against a real redis-server: consumer groups, take-over of
 /// a killed consumer's jobs, exactly one result per job, dead letters, exit statuses.
 @Suite(.serialized) struct RedisQueueTests {
-    static let corpus = RedisFixture.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    static let corpus = URL(fileURLWithPath: TestPaths.corpus)
     static let corrupt = ["xc1n0g08.png", "xcsn0g01.png", "xhdn0g08.png", "xs1n0g01.png", "xs2n0g01.png"]
 
     /// The pngsuite files the corpus manifest says decode cleanly.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -95,10 +96,9 @@ enum ChildProcess {
     }
 }
 
-/// The built `thumbd` binary, or a recorded failure saying it is missing.
+/// The built `thumbd` binary, or a failure saying it is missing.
 func requireThumbd() throws -> String {
-    try #require(Paths.thumbdBinary,
-                 "no thumbd binary under \(Paths.packageRoot)/.build/{debug,release}: run `swift build` before `swift test`")
+    try TestPaths.builtExecutable("thumbd")
 }
 
 /// A fresh empty folder, removed by the caller.

@@ -89,7 +89,7 @@ enum HEIFReference {
         var offset = 0
         for size in sizes {
             let count = size.width * size.height
-            guard offset + count * 4 <= data.count else { throw Python.Failure(description: "short Pillow output for \(row.file)") }
+            guard offset + count * 4 <= data.count else { throw Python.Failure("short Pillow output for \(row.file)") }
             results.append((Array(data[offset..<offset + count * 3]), Array(data[offset + count * 3..<offset + count * 4])))
             offset += count * 4
         }

@@ -24,7 +24,7 @@ struct ProgressiveDamageTests {
         case "EOI in a skipped AC scan": return (inserting([0xFF, 0xD9], into: file, at: middle(1)), .decodedWhole)
         case "bytes changed in the DC scan": return (flipping(file, in: scans[0] + 40..<middle(0)), .sameWarnings)
         case "bytes changed in a skipped AC scan": return (flipping(file, in: scans[1] + 40..<middle(1)), .skippedDamage)
-        default: throw ProgressiveFixtures.ChildFailure(description: "no damage \(name)")
+        default: throw ProgressiveFixtures.ChildFailure("no damage \(name)")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// Progressive JPEGs for the scan-selection tests: the corpus's (found by their SOF2 marker) and
@@ -59,13 +60,11 @@ enum ProgressiveFixtures {
         } catch let failure as ChildFailure {
             return .failure(failure)
         } catch {
-            return .failure(ChildFailure(description: "\(error)"))
+            return .failure(ChildFailure("\(error)"))
         }
     }()
 
-    struct ChildFailure: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias ChildFailure = TestFailure
 
     static func generated(_ name: String) throws -> [UInt8] {
         let files = try generated.get()
@@ -74,13 +73,13 @@ enum ProgressiveFixtures {
 
     private static func tool(_ name: String) throws -> String {
         guard let path = ["/usr/bin/\(name)", "/usr/local/bin/\(name)"].first(where: FileManager.default.isExecutableFile)
-        else { throw ChildFailure(description: "\(name) not found: install libjpeg-turbo-progs") }
+        else { throw ChildFailure("\(name) not found: install libjpeg-turbo-progs") }
         return path
     }
 
     private static func run(_ tool: String, _ arguments: [String]) throws {
         let result = try ChildProcess.run(tool, arguments)
-        guard result.exitCode == 0 else { throw ChildFailure(description: "\(tool) \(arguments): \(result.summary)") }
+        guard result.exitCode == 0 else { throw ChildFailure("\(tool) \(arguments): \(result.summary)") }
     }
 
     private static func make() throws -> [String: [UInt8]] {
@@ -117,7 +116,7 @@ enum ProgressiveFixtures {
             """, [ppm, cmyk])
         files["cmyk"] = bytes(cmyk)
         for (name, file) in files where frameMarker(file) != 0xC2 {
-            throw ChildFailure(description: "\(name) is not progressive")
+            throw ChildFailure("\(name) is not progressive")
         }
         return files
     }

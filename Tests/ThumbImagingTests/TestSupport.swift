@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbConfiguration
 import ThumbImaging
 #if canImport(Glibc)
@@ -8,32 +9,12 @@ import Glibc
 
 /// Paths, the corpus manifest, and the expected-size rule, shared by the test files.
 enum Paths {
-    /// The package root, found from this file's location (Tests/ThumbImagingTests/TestSupport.swift).
-    static let packageRoot: String = {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-    }()
-
-    /// `../shared/corpus` from the package root.
-    static let corpus: String = {
-        URL(fileURLWithPath: packageRoot).appendingPathComponent("../shared/corpus").standardizedFileURL.path
-    }()
+    static let packageRoot = TestPaths.packageRoot
+    static let corpus = TestPaths.corpus
 
     static let sampleConfig = packageRoot + "/Samples/thumbd.json"
 
     static func corpusFile(_ set: String, _ file: String) -> String { "\(corpus)/\(set)/\(file)" }
-
-    /// The thumbd binary `swift build` / `swift test` produced: the newest of debug and release.
-    static var thumbdBinary: String? {
-        let candidates = ["debug", "release"].map { "\(packageRoot)/.build/\($0)/thumbd" }
-        let existing = candidates.compactMap { path -> (String, Date)? in
-            guard FileManager.default.isExecutableFile(atPath: path),
-                  let date = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
-            else { return nil }
-            return (path, date)
-        }
-        return existing.max { $0.1 < $1.1 }?.0
-    }
 }
 
 /// One row of `manifest.tsv`.
@@ -157,9 +138,7 @@ enum Pixels {
 // MARK: - Python (Pillow) reference computations
 
 enum Python {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias Failure = TestFailure
 
     /// Runs `python3 -c script args...`; returns stdout. Fails loudly when python3 or Pillow is missing.
     static func run(_ script: String, _ arguments: [String] = []) throws -> Data {
@@ -172,7 +151,7 @@ enum Python {
         do {
             try process.run()
         } catch {
-            throw Failure(description: "python3 is required for reference images (install python3, Pillow, numpy): \(error)")
+            throw Failure("python3 is required for reference images (install python3, Pillow, numpy): \(error)")
         }
         // Read both pipes concurrently so neither fills up.
         nonisolated(unsafe) var errData = Data()
@@ -183,7 +162,7 @@ enum Python {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let message = String(decoding: errData, as: UTF8.self)
-            throw Failure(description: "python3 failed (is Pillow/numpy installed? `pip install pillow numpy`): \(message)")
+            throw Failure("python3 failed (is Pillow/numpy installed? `pip install pillow numpy`): \(message)")
         }
         return data
     }
@@ -215,7 +194,7 @@ enum Python {
             """
         let words = String(decoding: try run(script, [file.path]), as: UTF8.self).split(separator: " ")
         guard words.count == 3, let w = Int(words[0]), let h = Int(words[1]) else {
-            throw Failure(description: "unexpected Pillow output: \(words)")
+            throw Failure("unexpected Pillow output: \(words)")
         }
         return (w, h, words[2].trimmingCharacters(in: .whitespacesAndNewlines))
     }

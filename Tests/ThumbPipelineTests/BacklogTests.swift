@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -30,15 +31,6 @@ import ThumbImaging
         }
     }
 
-    func eventually(seconds: Int = 60, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     func configure(_ configuration: inout PipelineConfiguration) {
         configuration.pregenerated = [(Self.avatar, 3)]
         configuration.maxQueuedJobs = 8
@@ -56,7 +48,7 @@ import ThumbImaging
             pipeline.shutdown()
         }
         let assets = fixture.imageNames.count + names.count
-        #expect(await eventually {
+        #expect(await eventually(timeout: .seconds(60)) {
             pipeline.startupProgress.isReady && pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0
         }, "\(pipeline.metrics.backlog)")
         let missing = names.filter { !pipeline.isCached(assetPath: $0, kind: Self.avatar, scale: 3) }
@@ -81,12 +73,12 @@ import ThumbImaging
             pipeline.shutdown()
         }
         let before = fixture.imageNames.count
-        #expect(await eventually { pipeline.startupProgress.isReady && pipeline.cacheStatistics.disk.entries == before })
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.startupProgress.isReady && pipeline.cacheStatistics.disk.entries == before })
         let names = try Self.addSmallImages(200, to: fixture.root + "/incoming")
         try FileManager.default.moveItem(atPath: fixture.root + "/incoming", toPath: fixture.assets + "/incoming")
-        #expect(await eventually { pipeline.cacheStatistics.disk.entries == before + names.count }, "\(pipeline.metrics.backlog)")
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.cacheStatistics.disk.entries == before + names.count }, "\(pipeline.metrics.backlog)")
         #expect(names.allSatisfy { pipeline.isCached(assetPath: "incoming/" + $0, kind: Self.avatar, scale: 3) })
-        #expect(await eventually { pipeline.metrics.backlog.rows == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.metrics.backlog.rows == 0 })
         #expect(pipeline.metrics.overloaded == 0)
     }
 
@@ -108,16 +100,16 @@ import ThumbImaging
             if opened.wrappingAdd(1, ordering: .relaxed).newValue == 11 { resume.wait() }
         })
         let watcher = try first.startWatching()
-        #expect(await eventually { opened.load(ordering: .relaxed) >= 11 })
+        #expect(await eventually(timeout: .seconds(60)) { opened.load(ordering: .relaxed) >= 11 })
         watcher.stop()
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             first.shutdown()
             stopped.signal()
         }
-        #expect(await eventually { first.state.withLock { $0.shuttingDown } })
+        #expect(await eventually(timeout: .seconds(60)) { first.state.withLock { $0.shuttingDown } })
         resume.signal()
-        #expect(await eventually { stopped.wait(timeout: .now()) == .success })
+        #expect(await eventually(timeout: .seconds(60)) { stopped.wait(timeout: .now()) == .success })
         // What the index holds now, read without draining anything.
         let allAssets = fixture.imageNames + ["broken.jpg"] + names
         let index = try DiskCache(directory: fixture.cache, byteBudget: 1 << 30, reconcilesFiles: false)
@@ -131,7 +123,7 @@ import ThumbImaging
 
         let second = try fixture.pipeline(configure)
         defer { second.shutdown() }
-        #expect(await eventually { second.metrics.backlog.rows == 0 && second.metrics.backlog.assetsInFlight == 0 },
+        #expect(await eventually(timeout: .seconds(60)) { second.metrics.backlog.rows == 0 && second.metrics.backlog.assetsInFlight == 0 },
                 "\(second.metrics.backlog)")
         #expect(names.allSatisfy { second.isCached(assetPath: $0, kind: Self.avatar, scale: 3) })
         #expect(second.metrics.backlog.drained == waiting.count)
@@ -150,7 +142,7 @@ import ThumbImaging
         #expect(pipeline.metrics.backlog.rows == 2)
         try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
         gate.release()
-        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
         #expect(pipeline.metrics.backlog.drained == 2)
         #expect(pipeline.metrics.renders == 1)
         #expect(pipeline.isCached(assetPath: "img1.jpg", kind: Self.avatar, scale: 3))
@@ -174,7 +166,7 @@ import ThumbImaging
         #expect(pipeline.metrics.backlog.refused == fixture.imageNames.count - 3 + 1)
         #expect(capture.count(.warning, "pre-render backlog full (3 assets)") == 1, "\(capture.text)")
         gate.release()
-        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 })
         #expect(capture.count(.notice, "pre-render backlog has room again, after refusing 4 assets") == 1, "\(capture.text)")
     }
 
@@ -189,7 +181,7 @@ import ThumbImaging
         first.shutdown()
         let second = try fixture.pipeline()
         defer { second.shutdown() }
-        #expect(await eventually { second.metrics.backlog.rows == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { second.metrics.backlog.rows == 0 })
         #expect(second.metrics.backlog.drained == 2 && second.metrics.renders == 0)
     }
 
@@ -221,7 +213,7 @@ import ThumbImaging
         try Data("not a folder".utf8).write(to: URL(fileURLWithPath: shardPath))
         pipeline.enqueuePrerenders(["img0.jpg", other])
         gate.release()
-        #expect(await eventually { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 },
+        #expect(await eventually(timeout: .seconds(60)) { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 },
                 "\(pipeline.metrics.backlog)")
         let backlog = pipeline.metrics.backlog
         #expect(backlog.retried == BacklogDrain.maxAttempts - 1 && backlog.gaveUp == 1, "\(backlog)")

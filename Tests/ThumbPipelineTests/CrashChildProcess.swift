@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,9 +9,7 @@ import Glibc
 /// file exists, then killed with SIGKILL. How it ended is read from waitpid, so a child that
 /// trapped (SIGILL, SIGTRAP), exited or died of anything else is told apart from one we killed.
 final class CrashChildProcess {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias Failure = TestFailure
 
     /// How the child ended.
     enum Ending: Equatable, CustomStringConvertible {
@@ -29,19 +28,8 @@ final class CrashChildProcess {
     let logPath: String
     private var ending: Ending?
 
-    /// The child of this build: beside the test bundle first, then .build/release or debug.
     static func executable() throws -> String {
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-        var candidates: [String] = []
-        if let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: running).deletingLastPathComponent().appendingPathComponent("thumbd-crash-child").path)
-        }
-        candidates += ["release", "debug"].map { packageRoot + "/.build/\($0)/thumbd-crash-child" }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Failure(description: "no built thumbd-crash-child (looked at \(candidates)): build with --build-tests first")
-        }
-        return found
+        try TestPaths.builtExecutable("thumbd-crash-child")
     }
 
     /// `mode`: "pipeline" or "disk-cache"; `target`: the folder it writes.
@@ -58,7 +46,7 @@ final class CrashChildProcess {
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, executable, &actions, nil, argv, environ)
-        guard status == 0 else { throw Failure(description: "cannot run \(executable): \(String(cString: strerror(status)))") }
+        guard status == 0 else { throw Failure("cannot run \(executable): \(String(cString: strerror(status)))") }
         pid = child
     }
 
@@ -89,9 +77,9 @@ final class CrashChildProcess {
         let deadline = Date().addingTimeInterval(timeout)
         while !FileManager.default.fileExists(atPath: path) {
             if let ending = reap(blocking: false) {
-                throw Failure(description: "the child \(ending) before it was ready: \(log)")
+                throw Failure("the child \(ending) before it was ready: \(log)")
             }
-            guard Date() < deadline else { throw Failure(description: "the child was not ready within \(timeout) s: \(log)") }
+            guard Date() < deadline else { throw Failure("the child was not ready within \(timeout) s: \(log)") }
             usleep(2_000)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -8,15 +9,6 @@ import ThumbImaging
 @Suite struct PipelineCacheWriteTests {
     let fixture: PipelineFixture
     init() throws { fixture = try PipelineFixture() }
-
-    func eventually(_ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while await !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
 
     @Test("a removed cache folder: served from memory, never a path to nothing, recreated, logged once")
     func removedCacheFolder() async throws {

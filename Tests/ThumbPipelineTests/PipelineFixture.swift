@@ -1,13 +1,13 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
 /// A pipeline over a temporary asset folder filled with small corpus images.
 final class PipelineFixture: @unchecked Sendable {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/corpus").standardized.path
+    static let corpus = TestPaths.corpus
     /// Small real images of both formats.
     static let sources = [
         "exif-orientation/Landscape_1.jpg", "exif-orientation/Portrait_6.jpg", "pngsuite/basn2c08.png",

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -11,15 +12,6 @@ import ThumbImaging
     init() throws { fixture = try PipelineFixture() }
 
     static let large = PipelineFixture.large
-
-    func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
 
     func ask(_ pipeline: ThumbnailPipeline, _ path: String) async -> PipelineResponse {
         await pipeline.thumbnail(.init(assetPath: path, kind: Self.large, scale: 1))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -7,15 +8,6 @@ import ThumbImaging
 @Suite struct PipelineWatchingTests {
     let fixture: PipelineFixture
     init() throws { fixture = try PipelineFixture() }
-
-    func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
 
     @Test func reconcileAtStartThenFollowTheFolder() async throws {
         let pipeline = try fixture.pipeline { $0.pregenerated = [(PipelineFixture.avatar, 3)] }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 import CThumbWorker
@@ -8,29 +9,16 @@ import CThumbWorker
 /// Shared by the `thumbd serve` tests: the built binary, test images, child processes and a
 /// daemon on a temporary folder (assets/, cache/, thumbd.sock, thumbd.json, stderr.log).
 
-struct ServeFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
+typealias ServeFailure = TestFailure
 
 enum ServePaths {
-    /// Tests/ThumbServerTests/ServeFixture.swift → the package root.
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    static let corpus = URL(fileURLWithPath: packageRoot + "/../shared/corpus").standardized.path
+    static let packageRoot = TestPaths.packageRoot
+    static let corpus = TestPaths.corpus
     static let samples = packageRoot + "/Samples/assets"
 
     /// The thumbd binary of this build: beside the test bundle first, then .build/release or debug.
     static func thumbd() throws -> String {
-        var candidates: [String] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("thumbd").path)
-        }
-        candidates += ["release", "debug"].map { packageRoot + "/.build/\($0)/thumbd" }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw ServeFailure("no built thumbd (looked at \(candidates)): run swift build first")
-        }
-        return found
+        try TestPaths.builtExecutable("thumbd")
     }
 
     /// The 8–12 MP camera JPEGs of the corpus (each takes 0.1–0.3 s to render at xx-large).
@@ -44,10 +32,8 @@ enum ServePaths {
 
 /// Polls `condition` until it holds or `timeout` passes.
 func servePoll(timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while try !condition() {
-        guard Date() < deadline else { throw ServeFailure("timed out after \(timeout) s waiting for \(what)") }
-        usleep(10_000)
+    guard try poll(timeout: .seconds(timeout), condition) else {
+        throw ServeFailure("timed out after \(timeout) s waiting for \(what)")
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,11 +12,7 @@ import Glibc
 @Suite("thumbd serve: sandboxed render workers", .serialized)
 struct ServeSandboxTests {
     static func testWorker() throws -> String {
-        let candidates = [URL(fileURLWithPath: try ServePaths.thumbd()).deletingLastPathComponent().appendingPathComponent("thumbd-test-worker").path]
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw ServeFailure("no thumbd-test-worker beside thumbd (build with --build-tests)")
-        }
-        return found
+        try TestPaths.builtExecutable("thumbd-test-worker")
     }
 
     /// A daemon on a few real photos whose workers are test workers.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// Checks the units in `systemd/` with the tools systemd ships, without needing systemd as PID 1:
 /// `systemd-analyze verify` (syntax, directives, the commands exist) and
@@ -114,10 +115,7 @@ private struct SystemdStage {
 }
 
 private enum SystemdTools {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
+    typealias Failure = TestFailure
 
     struct Result {
         var status: Int32
@@ -125,9 +123,7 @@ private enum SystemdTools {
         var outputLines: [String] { output.split(separator: "\n").map(String.init) }
     }
 
-    /// Tests/ThumbServerTests/SystemdUnitTests.swift → the package root.
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: TestPaths.packageRoot)
 
     /// A systemd tool, or a failure (not a skip) telling how to get it.
     static func require(_ tool: String) throws -> String {

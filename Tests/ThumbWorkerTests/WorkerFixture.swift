@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 import ThumbSystem
 @testable import ThumbWorker
@@ -9,26 +10,13 @@ import Glibc
 
 /// The test worker, corpus files and the requests the worker tests render.
 enum WorkerFixture {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-    static let corpus = URL(fileURLWithPath: packageRoot).appendingPathComponent("../shared/corpus").standardizedFileURL.path
+    static let packageRoot = TestPaths.packageRoot
+    static let corpus = TestPaths.corpus
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
+    typealias Failure = TestFailure
 
-    /// `thumbd-test-worker` of this build: beside the test bundle first, then .build/release or debug.
     static func testWorkerExecutable() throws -> String {
-        var candidates: [String] = []
-        if let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: running).deletingLastPathComponent().appendingPathComponent("thumbd-test-worker").path)
-        }
-        candidates += ["release", "debug"].map { packageRoot + "/.build/\($0)/thumbd-test-worker" }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Failure("no built thumbd-test-worker (looked at \(candidates)): build with --build-tests first")
-        }
-        return found
+        try TestPaths.builtExecutable("thumbd-test-worker")
     }
 
     /// 1 GiB of address space: the largest corpus photo decodes well within it.
