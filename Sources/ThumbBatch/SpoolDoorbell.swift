@@ -45,7 +45,11 @@ public final class SpoolDoorbell: Sendable {
         var descriptors = [pollfd(fd: inotifyDescriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wakeReadDescriptor, events: Int16(POLLIN), revents: 0)]
         let count = nfds_t(descriptors.count)
-        _ = try? systemCall("poll spool doorbell") { poll(&descriptors, count, max(0, timeoutMilliseconds)) }
+        do {
+            try systemCall("poll spool doorbell") { poll(&descriptors, count, max(0, timeoutMilliseconds)) }
+        } catch {
+            sleep(1) // poll itself failed (ENOMEM): look again in a second rather than spin
+        }
         // The events only say "look again": the drain lists the folder itself.
         var buffer = [UInt8](repeating: 0, count: 4096)
         while ((try? systemCall("read inotify") { read(inotifyDescriptor, &buffer, buffer.count) }) ?? 0) > 0 {}
