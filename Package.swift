@@ -49,7 +49,7 @@ let package = Package(
         // The sample config's kinds are the imaging tests' kinds (ThumbConfiguration loads it).
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbServer", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbServer", "ThumbBatch", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbWorker"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,7 +46,7 @@ extension SpoolFolder {
         let claimedName = (claimedPath as NSString).lastPathComponent
         let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
         let counter = takeOverCounter(name)
-        let attempts = Self.count(in: FileManager.default.contents(atPath: counter)) + 1
+        let attempts = Self.count(in: try? SmallFile.read(counter, maxBytes: 16)) + 1
         guard attempts <= Self.maxTakeOvers else {
             return finish(claimedPath: claimedPath, failure: "\(failure) (tried \(attempts) times)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,7 @@ public struct SpoolFolder: Sendable {
             if pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM) { continue } // still alive
             let original = String(name[name.index(after: dot)...])
             let counter = takeOverCounter(original)
-            let takeOvers = Self.count(in: FileManager.default.contents(atPath: counter)) + 1
+            let takeOvers = Self.count(in: try? SmallFile.read(counter, maxBytes: 16)) + 1
             if takeOvers > Self.maxTakeOvers {
                 let reason = "\(Self.diedReason) (its process died \(takeOvers) times before finishing it)"
                 try? Data((reason + "\n").utf8).write(to: URL(fileURLWithPath: failed + "/" + original + ".reason"), options: .atomic)
@@ -66,7 +67,7 @@ public struct SpoolFolder: Sendable {
     func takeOverCounter(_ name: String) -> String { claimed + "/." + name + ".takeovers" }
 
     /// A take-over counter's value; a missing or damaged one counts as none.
-    static func count(in data: Data?) -> Int {
+    static func count(in data: [UInt8]?) -> Int {
         guard let data, data.count <= 16 else { return 0 }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return text.utf8.count <= 3 ? Int(text) ?? 0 : 0
@@ -86,12 +87,22 @@ public struct SpoolFolder: Sendable {
         for name in names {
             let claimedPath = "\(claimed)/\(getpid()).\(name)"
             guard rename(incoming + "/" + name, claimedPath) == 0 else { continue } // another consumer won
-            guard let data = FileManager.default.contents(atPath: claimedPath) else {
-                finish(claimedPath: claimedPath, failure: "cannot read the job file")
-                return .malformed(name: name, reason: "cannot read the job file")
+            // Producers are not trusted: a symlink to a file elsewhere or a sparse giant is
+            // refused before a byte of it is parsed (and nothing of another file is echoed back).
+            let data: [UInt8]
+            do throws(SmallFileError) {
+                data = try SmallFile.read(claimedPath, maxBytes: BatchJob.maxJobBytes)
+            } catch {
+                let reason = switch error {
+                case .tooLarge: "the job file is over \(BatchJob.maxJobBytes) bytes"
+                case .notRegular(let what): "the job file is \(what), not a regular file"
+                case .unreadable(let failure): "cannot read the job file (\(failure))"
+                }
+                finish(claimedPath: claimedPath, failure: reason)
+                return .malformed(name: name, reason: reason)
             }
             do {
-                var job = try BatchJob.parse(data)
+                var job = try BatchJob.parse(Data(data))
                 job.origin = claimedPath
                 return .job(job)
             } catch {

@@ -40,7 +40,7 @@ public struct PipelineLog: Sendable {
 
     /// "thumbd: warning: …" lines on stderr.
     public static let standardError = PipelineLog { level, message in
-        let bytes = Array("thumbd: \(level): \(message.replacingNewlines)\n".utf8)
+        let bytes = Array("thumbd: \(level): \(JSONLines.textLine(message))\n".utf8)
         var offset = 0
         while offset < bytes.count {
             guard let written = try? systemCall("write stderr", { bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) } }),
@@ -83,9 +83,4 @@ public struct LogFields: Sendable, Equatable {
         [("asset", asset), ("kind", kind), ("client", client), ("event", event)]
             .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
     }
-}
-
-extension String {
-    /// One event per line: a newline inside a message (a file name, say) would split it.
-    var replacingNewlines: String { String(map { $0 == "\n" || $0 == "\r" ? " " : $0 }) }
 }

@@ -84,8 +84,8 @@ public enum Log {
     static func line(_ priority: Priority, _ message: String, _ fields: LogFields = LogFields(), format: Format) -> String {
         switch format {
         case .text, .journal:
-            // Newlines inside a message would split the event.
-            "<\(priority.rawValue)>" + message.replacingOccurrences(of: "\n", with: " ") + "\n"
+            // A newline would split the event, a CR or ESC rewrite what the terminal shows.
+            "<\(priority.rawValue)>" + JSONLines.textLine(message) + "\n"
         case .json:
             JSONLines.event(priority: priority.rawValue, level: priority.name, message: message, members: fields.jsonMembers)
         }

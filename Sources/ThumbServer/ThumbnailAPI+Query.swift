@@ -17,7 +17,8 @@ public struct ThumbnailCall: Sendable {
     public var ifNoneMatch: String?
     /// `format=`, or what `Accept` chose among the kind's formats, or the kind's preferred one.
     public var format: EncoderSettings.Format
-    /// The answer depends on `Accept` (answered with `Vary: Accept`).
+    /// The answer depends on `Accept` (answered with `Vary: Accept`): its format was negotiated,
+    /// or the URL has no `as=path` (`Accept: application/json` would answer JSON).
     public var variesWithAccept: Bool
 
     /// A miss with `wait=0` answers with the placeholder, and JSON answers carry it: such a
@@ -100,11 +101,14 @@ public struct ThumbnailCall: Sendable {
         } catch {
             throw APIError(400, "formatNotAllowed", error.reason)
         }
+        let pathAsked = query["as"] == "path"
         return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: selection.scale ?? selection.kind.scales.first ?? 1,
                              slot: slot, token: token, priority: priority, waitMilliseconds: wait,
-                             answersWithPath: query["as"] == "path" || (request.headers["accept"].map { Self.names($0, "application/json") } ?? false),
+                             answersWithPath: pathAsked || (request.headers["accept"].map { Self.names($0, "application/json") } ?? false),
                              ifNoneMatch: request.headers["if-none-match"], format: chosen.format,
-                             variesWithAccept: chosen.variesWithAccept)
+                             // Without `as=path` the URL answers JSON to `Accept: application/json`:
+                             // the image varies with Accept even when its format is fixed.
+                             variesWithAccept: chosen.variesWithAccept || !pathAsked)
     }
 
     /// A client name and slot id, already decoded (so UTF-8 without NUL): each 1 to

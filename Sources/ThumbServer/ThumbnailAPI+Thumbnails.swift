@@ -53,11 +53,6 @@ extension ThumbnailAPI {
         case .success(let thumbnail):
             // Header lines formatted once per cache entry, with its prepared response.
             let served = ServedThumbnail.of(thumbnail)
-            let lines = variesWithAccept ? served.headersVaryingWithAccept : served.headers
-            if let ifNoneMatch, Self.matches(ifNoneMatch, etag: served.etag) {
-                // The 304 keeps the validators and caching lines, without Content-Type.
-                return HTTPResponse(status: 304, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
-            }
             if asPath {
                 guard let path = storedPath(thumbnail) else {
                     return .failure(.notStored, headers: tokenHeader)
@@ -68,7 +63,12 @@ extension ThumbnailAPI {
                 if let token = response.token { object["token"] = token }
                 if let known = placeholder(thumbnail) { object["placeholder"] = placeholderObject(known) }
                 object["crop"] = Self.cropObject(thumbnail.crop)
-                return .json(200, object, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
+                return jsonAnswer(object, ifNoneMatch: ifNoneMatch, headers: tokenHeader)
+            }
+            let lines = variesWithAccept ? served.headersVaryingWithAccept : served.headers
+            if let ifNoneMatch, Self.matches(ifNoneMatch, etag: served.etag) {
+                // The 304 keeps the validators and caching lines, without Content-Type.
+                return HTTPResponse(status: 304, headers: lines.filter { $0.0 != "Content-Type" } + tokenHeader)
             }
             guard tokenHeader.isEmpty else { return HTTPResponse(status: 200, headers: lines + tokenHeader, body: thumbnail.bytes) }
             // The same answer for every hit on this entry: the transport may send it prepared.
@@ -87,6 +87,20 @@ extension ThumbnailAPI {
         }
     }
 
+    /// The JSON form of a thumbnail (`as=path`, `Accept: application/json`) is another
+    /// representation than the image: an ETag of its own bytes (it carries the path, the token
+    /// and the placeholder, which the image's ETag does not vouch for), `Vary: Accept` (the same
+    /// URL answers the image to another `Accept`), and revalidated rather than `immutable` (the
+    /// file it names may be evicted).
+    static func jsonAnswer(_ object: [String: Any], ifNoneMatch: String?, headers: [(String, String)]) -> HTTPResponse {
+        var answer = HTTPResponse.json(200, object)
+        let etag = "\"json-" + String(ContentHash.fnv1a64(answer.body), radix: 16) + "\""
+        let lines = [("ETag", etag), ("Cache-Control", "no-cache"), ("Vary", "Accept")] + headers
+        if let ifNoneMatch, matches(ifNoneMatch, etag: etag) { return HTTPResponse(status: 304, headers: lines) }
+        answer.headers += lines
+        return answer
+    }
+
     /// Whether an `If-None-Match` list names `etag` (or is `*`); spaces and tabs around each
     /// member (HTTP's optional white space) do not count.
     static func matches(_ ifNoneMatch: String, etag: String) -> Bool {
@@ -96,6 +110,15 @@ extension ThumbnailAPI {
             while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
             return text == etag || text == "*"
         }
+    }
+}
+
+/// A 64-bit FNV-1a of bytes: an ETag for a small generated answer (not a security hash).
+enum ContentHash {
+    static func fnv1a64(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
     }
 }
 

@@ -55,6 +55,31 @@ package enum JSONLines {
             + ".\(padded(Int(time.tv_nsec) / 1000, 6))Z"
     }
 
+    /// A message made safe for a text log line read in a terminal: a newline becomes a space
+    /// (one event, one line) and every other control character (C0, DEL, C1: CR, ESC, CSI) a
+    /// visible `\xNN`, so that an asset name or client id cannot rewrite the line it is on, forge
+    /// a `<0>` line of its own or clear the operator's screen.
+    package static func textLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            if scalar == "\n" {
+                out += " "
+            } else if isControl(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" : "") + hex
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
     /// Whether this process was told to log JSON lines.
     package static var isChosen: Bool { getenv(formatVariable).map { String(cString: $0) } == "json" }
 }

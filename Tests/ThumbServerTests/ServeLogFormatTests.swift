@@ -19,6 +19,15 @@ struct ServeLogFormatTests {
         #expect(Log.line(.notice, "two\nlines", format: .text) == "<5>two lines\n")
     }
 
+    @Test("a text line escapes CR, ESC and every other control character (issue 23, finding 6)")
+    func textLineEscapesControls() {
+        let forged = Log.line(.info, "rendered x\r<0>EMERGENCY.jpg for \u{1b}[2J client\u{9b}1m\u{7f}", format: .text)
+        #expect(forged == "<6>rendered x\\x0d<0>EMERGENCY.jpg for \\x1b[2J client\\x9b1m\\x7f\n", "\(forged)")
+        #expect(!forged.unicodeScalars.dropLast().contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        // Text without control characters is left as it is.
+        #expect(Log.line(.info, "photos/été.jpg", format: .text) == "<6>photos/été.jpg\n")
+    }
+
     @Test("a daemon started with --log-format json writes only JSON lines")
     func daemonWritesJSONLines() throws {
         let daemon = try ServeDaemon(assets: ["ring.png": ServePaths.samples + "/p3-color-ring-alpha.png"])

@@ -119,7 +119,7 @@ public enum RenderWorkerMain {
     static func log(_ message: String) {
         let text = "thumbd render worker \(getpid()): \(message)"
         // Warning priority: a worker says something only as it gives up.
-        let line = Array((JSONLines.isChosen ? JSONLines.event(priority: 4, level: "warning", message: text) : text + "\n").utf8)
+        let line = Array((JSONLines.isChosen ? JSONLines.event(priority: 4, level: "warning", message: text) : JSONLines.textLine(text) + "\n").utf8)
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }
