@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
+#include <jerror.h>
 
 typedef struct {
     struct jpeg_error_mgr base;
@@ -278,6 +279,13 @@ int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowSt
 
 const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder) {
     return decoder->error.message;
+}
+
+int CThumb_JPEGErrorIsOutOfMemory(const CThumb_JPEGDecoder *decoder) {
+    // libjpeg's last error code stays in msg_code: a failed allocation, or working memory past
+    // max_memory_to_use (we have no backing store), is the image's size, not its damage.
+    int code = decoder->error.base.msg_code;
+    return code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE;
 }
 
 int CThumb_JPEGWarningCount(const CThumb_JPEGDecoder *decoder) { return decoder->error.warnings; }

@@ -25,3 +25,14 @@ public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// A decoder that ran out of memory says nothing about the file's bytes: the image is too large
+/// for the memory it was given (a worker's `limits.workerMemoryBytes`, libjpeg's working
+/// memory). Reported as `.tooLarge`, never as undecodable (a 415 remembered for a file that
+/// renders with more memory).
+enum OutOfMemory {
+    static func reason(_ decoder: String, _ said: String) -> String {
+        "\(decoder) ran out of memory (\(said)): the image needs more than this process may use "
+            + "(limits.workerMemoryBytes for a sandboxed render)"
+    }
+}

@@ -28,6 +28,8 @@ final class ParsingContext: Sendable {
         var pregenerate: Bool
         var asked: EncoderSettings.Format?
         var accept: String?
+        /// The scale asked is one the kind declares (and so pre-renders).
+        var declaredScale: Bool
     }
 
     struct Memo {
@@ -62,13 +64,27 @@ final class ParsingContext: Sendable {
         return selection
     }
 
-    /// The kind's format for `asked` and `accept` (`OutputFormats.choose`), remembered when it succeeds.
-    func choice(for kind: SlotKind, asked: EncoderSettings.Format?,
+    /// The kind's format for `asked` and `accept` (`OutputFormats.choose`) at `scale`, remembered
+    /// when it succeeds. AVIF only at a scale the kind declares: pre-rendering writes those, and an
+    /// AVIF encode is too slow for a request's path (a negotiated AVIF falls back to the next
+    /// choice, an asked one is refused).
+    func choice(for kind: SlotKind, scale: Int, asked: EncoderSettings.Format?,
                 accept: String?) throws(OutputFormats.Refusal) -> (format: EncoderSettings.Format, variesWithAccept: Bool) {
         let remembered = (accept?.utf8.count ?? 0) <= Self.maxRememberedAcceptBytes
-        let key = ChoiceKey(kind: kind.name, pregenerate: kind.pregenerate, asked: asked, accept: accept)
+        let declaredScale = kind.scales.contains(scale)
+        let key = ChoiceKey(kind: kind.name, pregenerate: kind.pregenerate, asked: asked, accept: accept, declaredScale: declaredScale)
         if remembered, let known = memo.withLock({ $0.choices[key] }) { return known }
-        let chosen = try formats.formats(for: kind).choose(asked: asked, accept: accept)
+        var kindFormats = formats.formats(for: kind)
+        if !declaredScale, kindFormats.allowed.contains(.avif) {
+            if asked == .avif {
+                let scales = kind.scales.map { "\($0)x" }.joined(separator: ", ")
+                throw OutputFormats.Refusal(reason: "this kind is written as avif only at its pre-rendered scales (\(scales)), not at \(scale)x: "
+                                            + "an AVIF encode is too slow for a request's path")
+            }
+            kindFormats.allowed.remove(.avif)
+            if kindFormats.preferred == .avif { kindFormats.preferred = kindFormats.allowed.contains(.webp) ? .webp : .auto }
+        }
+        let chosen = try kindFormats.choose(asked: asked, accept: accept)
         if remembered {
             memo.withLock { memo in
                 if memo.choices.count < Self.maxChoices { memo.choices[key] = chosen } else { memo.full("format choices", Self.maxChoices) }

@@ -95,14 +95,15 @@ public struct ThumbnailCall: Sendable {
             }
             asked = value
         }
+        let scaleChosen = selection.scale ?? selection.kind.scales.first ?? 1
         let chosen: (format: EncoderSettings.Format, variesWithAccept: Bool)
         do {
-            chosen = try context.choice(for: selection.kind, asked: asked, accept: request.headers["accept"])
+            chosen = try context.choice(for: selection.kind, scale: scaleChosen, asked: asked, accept: request.headers["accept"])
         } catch {
             throw APIError(400, "formatNotAllowed", error.reason)
         }
         let pathAsked = query["as"] == "path"
-        return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: selection.scale ?? selection.kind.scales.first ?? 1,
+        return ThumbnailCall(assetPath: assetPath, kind: selection.kind, scale: scaleChosen,
                              slot: slot, token: token, priority: priority, waitMilliseconds: wait,
                              answersWithPath: pathAsked || (request.headers["accept"].map { Self.names($0, "application/json") } ?? false),
                              ifNoneMatch: request.headers["if-none-match"], format: chosen.format,

@@ -160,12 +160,15 @@ public final class ThumbnailAPI: Sendable {
     func prefetch(_ call: PrefetchCall) -> HTTPResponse {
         let id = UUID().uuidString.lowercased()
         var queued = 0
-        let policy = formats.withLock { $0 }
+        let context = parsing.withLock { $0 }
+        // Chosen per (kind, scale) as a request would be (AVIF only at declared scales), once.
+        let chosen = call.work.map { work in
+            work.scales.map { scale in (scale, (try? context.choice(for: work.kind, scale: scale, asked: nil, accept: call.accept))?.format) }
+        }
         for asset in call.assets {
-            for work in call.work {
-                let format = (try? policy.formats(for: work.kind).choose(asked: nil, accept: call.accept))?.format
-                for scale in work.scales where pipeline.prerender(assetPath: asset, kind: work.kind, scale: scale, priority: .prefetch,
-                                                                  group: id, format: format) {
+            for (work, formats) in zip(call.work, chosen) {
+                for (scale, format) in formats where pipeline.prerender(assetPath: asset, kind: work.kind, scale: scale, priority: .prefetch,
+                                                                       group: id, format: format) {
                     queued += 1
                 }
             }

@@ -77,6 +77,21 @@ struct ServeFormatTests {
         let avif = try daemon.request("/v1/thumbnails/card/landscape.jpg?wait=0", headers: ["Accept: image/avif,image/webp"])
         #expect(avif.status == 200 && avif.headers["content-type"] == "image/avif", "\(avif.summary): pre-rendered, so no wait")
         #expect(ServeImageHeader.size(avif.body)?.format == "avif")
+
+        // Issue 23, finding 10: at a scale the kind does not declare (so never pre-rendered) no
+        // AVIF is encoded on the request's path: Accept falls back to WebP, format=avif is refused.
+        let rendersBefore = try daemon.metrics()["thumbd_render_seconds_count"]
+        let undeclared = try daemon.request("/v1/thumbnails/card/landscape.jpg?scale=3", headers: ["Accept: image/avif,image/webp"])
+        #expect(undeclared.status == 200 && undeclared.headers["content-type"] == "image/webp", "\(undeclared.summary)")
+        let asked = try daemon.request("/v1/thumbnails/card/landscape.jpg?scale=3&format=avif")
+        #expect(asked.status == 400 && asked.json["error"] as? String == "formatNotAllowed", "\(asked.summary)")
+        #expect((asked.json["message"] as? String)?.contains("pre-rendered scales (1x)") == true, "\(asked.summary)")
+        let prefetch = try daemon.request("/v1/prefetch", method: "POST", headers: ["Accept: image/avif", "Content-Type: application/json"],
+                                          body: #"{"assets": ["ring.png"], "kinds": ["card"], "scale": 2}"#)
+        #expect(prefetch.status == 202, "\(prefetch.summary)")
+        try servePoll(timeout: 30, "the prefetch's render") { try daemon.metrics()["thumbd_render_seconds_count"] >= rendersBefore + 2 }
+        let prefetched = try daemon.request("/v1/thumbnails/card/ring.png?scale=2&as=path", headers: ["Accept: image/avif"])
+        #expect(prefetched.json["format"] as? String != "avif", "\(prefetched.summary)")
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 }

@@ -126,6 +126,42 @@ struct ServeSandboxTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("a decoder out of memory under limits.workerMemoryBytes is 413 tooLarge naming the limit, not 415 (issue 23, finding 7)")
+    func outOfMemoryIsTooLargeNotUndecodable() throws {
+        // A 15000 x 15000 lossless WebP (2 MB): libwebp keeps the whole ARGB frame (900 MB), past a
+        // 256 MiB worker; the default limit (4 GiB) renders it.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-oom-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let source = scratch + "/huge.webp"
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", """
+            import sys
+            from PIL import Image, ImageDraw
+            im = Image.new('RGBA', (15000, 15000), (200, 100, 50, 255))
+            ImageDraw.Draw(im).rectangle((1000, 1000, 5000, 7000), fill=(20, 160, 90, 128))
+            im.save(sys.argv[1], lossless=True, quality=0, method=0)
+            """, source]
+        try python.run()
+        python.waitUntilExit()
+        try #require(python.terminationStatus == 0, "python3 with Pillow is needed to write the WebP")
+
+        let small = try ServeDaemon(config: ServeDaemon.config(extra: ["limits": ["workerMemoryBytes": 256 << 20]]),
+                                    assets: ["huge.webp": source])
+        try small.start()
+        let refused = try small.request("/v1/thumbnails/large/huge.webp", timeout: 60)
+        #expect(refused.status == 413 && Self.errorCode(refused) == "tooLarge", "\(refused.text)")
+        #expect(refused.text.contains("workerMemoryBytes"), "\(refused.text)")
+        #expect(small.stop() == 0)
+
+        let roomy = try ServeDaemon(assets: ["huge.webp": source])
+        try roomy.start()
+        let rendered = try roomy.request("/v1/thumbnails/large/huge.webp", timeout: 60)
+        #expect(rendered.status == 200, "\(rendered.text)")
+        #expect(roomy.stop() == 0)
+    }
+
     @Test("a worker cannot open a file or a socket (EPERM), and holds no descriptor but its socket")
     func workerHasNothingToLose() throws {
         let daemon = try Self.start()

@@ -79,6 +79,8 @@ int CThumb_JPEGCropColumns(CThumb_JPEGDecoder *decoder, uint32_t *firstColumn, u
 /// CTHUMB_CANCELLED.
 int CThumb_JPEGReadRows(CThumb_JPEGDecoder *decoder, uint8_t *rows, size_t rowStride, int maxRows);
 const char *CThumb_JPEGErrorMessage(const CThumb_JPEGDecoder *decoder);
+/// Whether the error was libjpeg running out of memory (its own limit or malloc's).
+int CThumb_JPEGErrorIsOutOfMemory(const CThumb_JPEGDecoder *decoder);
 /// Number of corrupt-data warnings seen so far, and the first one's text.
 int CThumb_JPEGWarningCount(const CThumb_JPEGDecoder *decoder);
 const char *CThumb_JPEGFirstWarning(const CThumb_JPEGDecoder *decoder);

@@ -27,8 +27,9 @@ final class JPEGDecoder {
         var header = CThumb_JPEGHeader()
         guard CThumb_JPEGReadHeader(handle, &header) == 0 else {
             let message = String(cString: CThumb_JPEGErrorMessage(handle))
+            let outOfMemory = CThumb_JPEGErrorIsOutOfMemory(handle) != 0
             CThumb_JPEGDecoderDestroy(handle)
-            throw .undecodable(reason: message)
+            throw outOfMemory ? .tooLarge(reason: OutOfMemory.reason("libjpeg", message)) : .undecodable(reason: message)
         }
         self.header = header
         if let exif = header.exif, header.exifLength > 0 {
@@ -96,6 +97,7 @@ final class JPEGDecoder {
     private func failure(_ status: Int32) -> ImagingError {
         if status == CTHUMB_CANCELLED { return .cancelled }
         let message = String(cString: CThumb_JPEGErrorMessage(handle))
+        if CThumb_JPEGErrorIsOutOfMemory(handle) != 0 { return .tooLarge(reason: OutOfMemory.reason("libjpeg", message)) }
         return message.hasPrefix("too many progressive scans") ? .tooLarge(reason: message) : .undecodable(reason: message)
     }
 }

@@ -40,7 +40,7 @@ extension WebPLoader {
             config.pointee.output.u.RGBA = WebPRGBABuffer(rgba: buffer.baseAddress! + offset, stride: Int32(canvasRowBytes),
                                                           size: buffer.count - offset)
             guard let decoder = WebPIDecode(nil, 0, config) else {
-                throw .undecodable(reason: "libwebp could not start a decoder (\(WebPStatus.describe(VP8_STATUS_OUT_OF_MEMORY)))")
+                throw .tooLarge(reason: OutOfMemory.reason("libwebp", "it could not start a decoder"))
             }
             defer { WebPIDelete(decoder) }
             let start = source.pointer + bitstream.lowerBound
@@ -78,6 +78,8 @@ extension WebPLoader {
         case VP8_STATUS_SUSPENDED:
             throw .undecodable(reason: "the WebP data ends before any row (libwebp: \(WebPStatus.name(VP8_STATUS_SUSPENDED)) "
                                + "after all \(bitstream.count) bytes)")
+        case VP8_STATUS_OUT_OF_MEMORY:
+            throw .tooLarge(reason: OutOfMemory.reason("libwebp", "after \(outcome.rows) of \(frameHeight) rows"))
         default:
             throw .undecodable(reason: "libwebp says \(WebPStatus.describe(outcome.status)) after \(outcome.rows) of "
                                + "\(frameHeight) rows")

@@ -20,6 +20,7 @@ public struct OutputFormats: Sendable, Equatable {
     /// Why a request's `format=` cannot be served.
     public struct Refusal: Error, Equatable, Sendable {
         public var reason: String
+        package init(reason: String) { self.reason = reason }
     }
 
     /// The encoder format for a request: `asked` (its `format=`) when given and allowed (`auto` is

@@ -50,6 +50,8 @@ extension heif_error {
             .unsupportedFormat(reason: reasonLine)
         case (_, heif_suberror_Security_limit_exceeded):
             .tooLarge(reason: reasonLine)
+        case (heif_error_Memory_allocation_error, _):
+            .tooLarge(reason: OutOfMemory.reason("libheif", reasonLine))
         default:
             .undecodable(reason: reasonLine)
         }
