@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,3 +88,5 @@ int CThumb_KeepFreedMemory(int mmapThresholdBytes, int trimThresholdBytes) {
 int CThumb_SetParentDeathSignal(int signal) { return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0, 0, 0); }
 
 int CThumb_SetNoNewPrivileges(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
+
+int CThumb_PipeCloexecNonblocking(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }

@@ -5,6 +5,7 @@ import CSystemd
 import Synchronization
 import ThumbPipeline
 import ThumbSystem
+import ThumbWorker
 
 /// One event per line on stderr, or one journal entry. `journal` (the default when stderr is
 /// journald's stream, `$JOURNAL_STREAM`): the native protocol (`sd_journal_sendv(3)`), with the
@@ -54,12 +55,11 @@ public enum Log {
 
     private static let chosenFormat = Atomic<Int>(Format.text.rawValue)
 
-    /// Set once at start-up, before the first event; the render workers started after it log
-    /// the same way (`JSONLines.formatVariable` in their environment; a worker under journald
-    /// writes text lines to the stream it inherits).
+    /// Set once at start-up, before the first event. Render workers write plain text to a pipe
+    /// of the daemon's, relayed here (`WorkerStderr`) in this format.
     public static func use(_ format: Format) {
         chosenFormat.store(format.rawValue, ordering: .relaxed)
-        if format == .json { setenv(JSONLines.formatVariable, "json", 1) } else { unsetenv(JSONLines.formatVariable) }
+        WorkerStderr.use { line in Log.warning(line) }
     }
 
     public static func error(_ message: String, _ fields: LogFields = LogFields()) { write(.error, message, fields) }

@@ -6,10 +6,6 @@ import Glibc
 /// placeholders), and the JSON log lines of the daemon and its workers (`--log-format json`),
 /// which must not allocate a dictionary per event.
 package enum JSONLines {
-    /// The environment variable that tells a process (and the render workers it starts) to log
-    /// JSON lines: `THUMBD_LOG_FORMAT=json`.
-    package static let formatVariable = "THUMBD_LOG_FORMAT"
-
     /// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259 §7).
     package static func string(_ text: String) -> String {
         var out = "\""
@@ -79,7 +75,4 @@ package enum JSONLines {
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
-
-    /// Whether this process was told to log JSON lines.
-    package static var isChosen: Bool { getenv(formatVariable).map { String(cString: $0) } == "json" }
 }

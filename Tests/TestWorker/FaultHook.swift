@@ -22,6 +22,8 @@ import ThumbWorker
 ///   descriptor of 0...1023 with its type.
 /// - `exec`: execve("/bin/true") (seccomp kills the process).
 /// - `signal <pid>`: kill(pid, SIGTERM) of another process (seccomp kills the worker first).
+/// - `stderr-flood`: writes a forged log line (CR, `<0>`, ESC) and then 1 MiB of lines to its
+///   stderr, then fails the request with `undecodable("flooded")`.
 enum FaultHook {
     @Sendable static func act(_ source: SourceBytes) throws(ImagingError) {
         guard let (word, argument) = instruction(in: source) else { return }
@@ -62,6 +64,17 @@ enum FaultHook {
             let target = pid_t(argument) ?? 0
             let result = kill(target, SIGTERM)
             throw .undecodable(reason: "kill(\(target)) returned \(result): \(errorName(errno))")
+        case "stderr-flood":
+            let forged = Array("x\r<0>EMERGENCY forged by a worker\n<0>EMERGENCY at a line's start\u{1b}[2J\n".utf8)
+            forged.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+            let flood = Array(String(repeating: String(repeating: "A", count: 1023) + "\n", count: 1024).utf8)
+            var offset = 0
+            while offset < flood.count {
+                let written = flood.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+                guard written > 0 else { break } // a full pipe: EAGAIN, the rest is lost
+                offset += written
+            }
+            throw .undecodable(reason: "flooded")
         default:
             throw .undecodable(reason: "unknown fault \(word)")
         }

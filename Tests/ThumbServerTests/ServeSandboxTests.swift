@@ -126,6 +126,26 @@ struct ServeSandboxTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("a worker's stderr reaches the log through a pipe: prefixed, escaped and bounded (issue 23, finding 9)")
+    func workerStderrIsRelayedNotShared() throws {
+        let daemon = try Self.start()
+        try Self.writeFault("stderr-flood", named: "flood.jpg", in: daemon)
+        let answer = try daemon.request("/v1/thumbnails/large/flood.jpg", timeout: 10)
+        #expect(answer.status == 415 && answer.text.contains("flooded"), "\(answer.text)")
+        #expect(try daemon.request("/v1/thumbnails/large/good.jpg").status == 200, "the worker lives on")
+        try servePoll(timeout: 10, "the relayed lines") { daemon.log.contains("EMERGENCY forged") }
+        #expect(daemon.stop() == 0)
+        let log = daemon.log
+        let lines = log.split(separator: "\n")
+        // No line of the worker's stands on its own: each is the daemon's, naming the worker.
+        #expect(!lines.contains { $0.hasPrefix("<0>") }, "\(log.suffix(2000))")
+        #expect(!log.unicodeScalars.contains { $0 == "\u{1b}" || $0 == "\r" }, "control characters reached the log")
+        let relayed = lines.filter { $0.contains("render worker") && $0.contains("wrote") }
+        #expect(relayed.contains { $0.contains("x\\x0d<0>EMERGENCY forged by a worker") }, "\(relayed)")
+        // 1 MiB written; a pipe's worth at most read, a few lines kept.
+        #expect(relayed.count <= 16 && log.utf8.count < 64 << 10, "\(relayed.count) lines, log \(log.utf8.count) bytes")
+    }
+
     @Test("a decoder out of memory under limits.workerMemoryBytes is 413 tooLarge naming the limit, not 415 (issue 23, finding 7)")
     func outOfMemoryIsTooLargeNotUndecodable() throws {
         // A 15000 x 15000 lossless WebP (2 MB): libwebp keeps the whole ARGB frame (900 MB), past a

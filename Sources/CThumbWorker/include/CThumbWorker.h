@@ -28,6 +28,9 @@ int CThumb_MemfdCreate(const char *name);
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): returns 0 or an error number.
 int CThumb_SpawnAddCloseFrom(posix_spawn_file_actions_t *actions, int lowest);
 
+/// pipe2(O_CLOEXEC | O_NONBLOCK) (_GNU_SOURCE-only): 0, or -1 with errno set.
+int CThumb_PipeCloexecNonblocking(int ends[2]);
+
 /// pidfd_open(pid, 0) (Linux 5.3; glibc 2.36 has no wrapper in every build): a descriptor that
 /// polls readable once the process has exited.
 int CThumb_PidfdOpen(pid_t pid);

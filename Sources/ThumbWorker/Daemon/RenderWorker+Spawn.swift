@@ -8,7 +8,8 @@ extension RenderWorker {
     /// Starts a worker with `posix_spawn` (never fork: the daemon is a multithreaded Swift
     /// process) and waits for its hello, which it sends once its sandbox is in place. The worker
     /// gets its own process group, the socket on fd 3, the cancel page on 4, /dev/null on 0 and 1,
-    /// the daemon's stderr on 2, no other descriptor, default signal dispositions and an empty mask.
+    /// a pipe of the daemon's on 2 (`WorkerStderr`), no other descriptor, default signal
+    /// dispositions and an empty mask.
     public static func spawn(_ launch: WorkerLaunch) throws(WorkerSpawnError) -> RenderWorker {
         var ends: [Int32] = [-1, -1]
         do throws(SystemError) {
@@ -26,29 +27,40 @@ extension RenderWorker {
             close(workerEnd)
             throw WorkerSpawnError(reason: error.description)
         }
+        var stderrEnds: [Int32] = [-1, -1]
+        do throws(SystemError) {
+            try systemCall("pipe2") { CThumb_PipeCloexecNonblocking(&stderrEnds) }
+        } catch {
+            close(daemonEnd)
+            close(workerEnd)
+            close(pageDescriptor)
+            throw WorkerSpawnError(reason: error.description)
+        }
         let spawned = Result { () throws(WorkerSpawnError) in
-            try start(launch, socket: workerEnd, page: pageDescriptor)
+            try start(launch, socket: workerEnd, page: pageDescriptor, stderr: stderrEnds[1])
         }
         close(workerEnd)
         close(pageDescriptor)
+        close(stderrEnds[1])
         let pid: pid_t
         do throws(WorkerSpawnError) {
             pid = try spawned.get()
         } catch {
             close(daemonEnd)
+            close(stderrEnds[0])
             throw error
         }
         _ = fcntl(daemonEnd, F_SETFL, fcntl(daemonEnd, F_GETFL) | O_NONBLOCK)
         let processDescriptor = try? systemCall("pidfd_open") { CThumb_PidfdOpen(pid) }
-        let worker = RenderWorker(pid: pid, socket: daemonEnd, processDescriptor: processDescriptor, page: page)
+        let worker = RenderWorker(pid: pid, socket: daemonEnd, processDescriptor: processDescriptor, page: page, stderr: stderrEnds[0])
         try worker.awaitHello(within: launch.helloTimeoutSeconds)
         return worker
     }
 
     /// posix_spawn with the descriptors, process group and signals described at `spawn`.
-    private static func start(_ launch: WorkerLaunch, socket: Int32, page: Int32) throws(WorkerSpawnError) -> pid_t {
-        // Copies at 5 or above, so that neither dup2 onto 3 or 4 overwrites the other's source.
-        let copies = [socket, page].map { fcntl($0, F_DUPFD_CLOEXEC, 5) }
+    private static func start(_ launch: WorkerLaunch, socket: Int32, page: Int32, stderr: Int32) throws(WorkerSpawnError) -> pid_t {
+        // Copies at 5 or above, so that no dup2 onto 2, 3 or 4 overwrites another's source.
+        let copies = [socket, page, stderr].map { fcntl($0, F_DUPFD_CLOEXEC, 5) }
         defer { copies.filter { $0 >= 0 }.forEach { close($0) } }
         guard copies.allSatisfy({ $0 >= 0 }) else { throw WorkerSpawnError(reason: "fcntl(F_DUPFD_CLOEXEC): \(String(cString: strerror(errno)))") }
         var actions = posix_spawn_file_actions_t()
@@ -66,6 +78,7 @@ extension RenderWorker {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0),
             posix_spawn_file_actions_adddup2(&actions, copies[0], RenderWorkerMain.socketDescriptor),
             posix_spawn_file_actions_adddup2(&actions, copies[1], RenderWorkerMain.cancelPageDescriptor),
+            posix_spawn_file_actions_adddup2(&actions, copies[2], 2),
             CThumb_SpawnAddCloseFrom(&actions, 5),
             posix_spawnattr_setflags(&attributes, Int16(flags)),
             posix_spawnattr_setpgroup(&attributes, 0),
@@ -109,7 +122,7 @@ extension RenderWorker {
                 _ = killForMisbehaviour(symptom: .closedSocket)
             case .closed:
                 let death = reapAfterSocketClosed(symptom: .closedSocket)
-                failure = "it \(death.ending) before its hello (its stderr, the daemon's, says why)"
+                failure = "it \(death.ending) before its hello (its stderr, relayed to the log, says why)"
             case .malformed(let problem):
                 failure = "malformed hello: \(problem)"
                 _ = killForMisbehaviour(symptom: .malformedAnswer(reason: failure))

@@ -15,6 +15,8 @@ public final class RenderWorker: @unchecked Sendable {
     /// Polls readable once the process has exited (nil on a kernel without pidfd_open).
     let processDescriptor: Int32?
     let page: CancelPage
+    /// The read end of the worker's stderr pipe (non-blocking): `WorkerStderr` relays it.
+    let stderr: Int32
     /// The request the worker holds (0: none): what `cancelCurrent` cancels.
     private let runningRequest = Atomic<UInt64>(0)
 
@@ -25,12 +27,16 @@ public final class RenderWorker: @unchecked Sendable {
     /// Set once the process is reaped: the worker is spent.
     private(set) var ending: WorkerEnding?
 
-    init(pid: Int32, socket: Int32, processDescriptor: Int32?, page: CancelPage) {
+    init(pid: Int32, socket: Int32, processDescriptor: Int32?, page: CancelPage, stderr: Int32) {
         self.pid = pid
         self.socket = FrameSocket(descriptor: socket)
         self.processDescriptor = processDescriptor
         self.page = page
+        self.stderr = stderr
     }
+
+    /// Hands on what the worker wrote to its stderr since the last relay.
+    func relayStderr() { WorkerStderr.relay(from: stderr, pid: pid) }
 
     deinit { shutdown() }
 
@@ -74,6 +80,9 @@ public final class RenderWorker: @unchecked Sendable {
             ended = .unknown
         }
         if let processDescriptor { close(processDescriptor) }
+        // Its last words (a sandbox step that failed, the reason it gave up) are in the pipe now.
+        relayStderr()
+        close(stderr)
         ending = ended
         let total = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6

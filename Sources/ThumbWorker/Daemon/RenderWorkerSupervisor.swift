@@ -53,6 +53,7 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
             let outcome = worker.render(source: descriptor, status: status, label: label, requests: requests, limits: limits,
                                         tuning: tuning, deadlineSeconds: deadlineSeconds, placeholder: placeholder,
                                         isCancelled: isCancelled)
+            if worker.isAlive { worker.relayStderr() }
             switch outcome {
             case .rendered:
                 deathsInARow = 0

@@ -26,11 +26,9 @@ public struct WorkerLaunch: Sendable, Equatable {
 
     /// The worker's whole environment. SWIFT_BACKTRACE=enable=no: a trap dies at once instead of
     /// spending seconds in the backtracer (which could not work in the sandbox anyway).
-    /// The daemon's log format goes along, so that a worker's own lines on the shared stderr
-    /// are of the same kind as the daemon's.
+    /// A worker writes plain text to its stderr pipe; the daemon relays it in its own log format.
     var environment: [String] {
-        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"]
-            + (JSONLines.isChosen ? ["\(JSONLines.formatVariable)=json"] : []) + extraEnvironment
+        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"] + extraEnvironment
     }
 }
 

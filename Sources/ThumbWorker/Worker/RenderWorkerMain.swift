@@ -110,16 +110,15 @@ public enum RenderWorkerMain {
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
-    /// Says why on stderr (the daemon's log), then exits with `code`.
+    /// Says why on stderr (a pipe the daemon relays to its log), then exits with `code`.
     static func exit(_ code: RenderWorkerExit, _ message: String?) -> Never {
         if let message { Self.log(message) }
         Glibc.exit(code.rawValue)
     }
 
     static func log(_ message: String) {
-        let text = "thumbd render worker \(getpid()): \(message)"
-        // Warning priority: a worker says something only as it gives up.
-        let line = Array((JSONLines.isChosen ? JSONLines.event(priority: 4, level: "warning", message: text) : JSONLines.textLine(text) + "\n").utf8)
+        // Plain text on the pipe the daemon relays (`WorkerStderr`): the daemon formats its log.
+        let line = Array((JSONLines.textLine(message) + "\n").utf8)
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }
