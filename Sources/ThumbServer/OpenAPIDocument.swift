@@ -711,16 +711,17 @@ components:
   headers:
     ETag:
       required: true
-      description: Strong ETag of the thumbnail (its cache key's digest); a URL plus ETag never changes meaning.
+      description: "Strong ETag: the image's is its cache key's digest (a URL plus ETag never changes meaning); the JSON answer (`as=path`, `Accept: application/json`) has its own, `\"json-…\"`."
       schema:
         type: string
-        pattern: "^\"[0-9a-f]+\"$"
+        pattern: "^\"(json-)?[0-9a-f]+\"$"
     CacheControl:
       required: true
+      description: "The image is immutable; the JSON answer names a cache file that a purge can move, so it is `no-cache`."
       schema:
-        const: public, max-age=31536000, immutable
+        enum: ["public, max-age=31536000, immutable", "no-cache"]
     Vary:
-      description: "`Accept` when the format was negotiated (no `format=` given)."
+      description: "`Accept`: the answer depends on it (image format negotiation, or the JSON answer) unless `format=` and `as=path` fix both."
       schema:
         const: Accept
     Token:
