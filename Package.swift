@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CHeif", path: "Sources/CHeif", pkgConfig: "libheif"),
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd"),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here.
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
@@ -34,13 +35,16 @@ let package = Package(
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
         .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"]),
         .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"]),
+        // Who may do what: roles, the access section's values, signed URLs (HMAC-SHA256 from libcrypto).
+        .target(name: "ThumbAccess", dependencies: ["ThumbSystem", "CCrypto"]),
         // The config file: parsed into bounded values, and its one mapping to a pipeline (serve, spool, batch).
-        .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline"]),
+        .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline", "ThumbAccess"]),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
         .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"]),
-        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch"]),
+        .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch",
+                                                         "ThumbAccess"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],
                           path: "Benchmarks/ScrollSimulation"),
         .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
@@ -49,7 +53,8 @@ let package = Package(
         // The sample config's kinds are the imaging tests' kinds (ThumbConfiguration loads it).
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbPipeline", "ThumbImaging"]),
-        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbServer", "ThumbBatch", "ThumbPipeline", "ThumbImaging", "CThumbWorker"]),
+        .testTarget(name: "ThumbServerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbServer", "ThumbBatch", "ThumbPipeline", "ThumbImaging", "CThumbWorker",
+                                                             "ThumbAccess", "ThumbConfiguration"]),
         .testTarget(name: "ThumbBatchTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbBatch", "ThumbPipeline", "ThumbImaging"]),
         .testTarget(name: "ThumbWorkerTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbWorker"]),
         // The process the crash tests kill with SIGKILL mid-write (they spawn it from the build folder).

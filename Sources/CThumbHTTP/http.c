@@ -1,6 +1,10 @@
+// struct ucred (SO_PEERCRED) is a GNU extension of <sys/socket.h>.
+#define _GNU_SOURCE
 #include "CThumbHTTP.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/un.h>
 
 // Leaves %-escapes in the URL and the query as the client sent them: libmicrohttpd hands the
 // URL over NUL-terminated, so its own decoding would turn "a.jpg%00.png" into "a.jpg". The API
@@ -35,4 +39,27 @@ int CThumb_HTTPConnectionDescriptor(struct MHD_Connection *connection) {
 void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info == NULL ? NULL : info->socket_context;
+}
+
+int CThumb_PeerCredentials(int descriptor, uid_t *uid, gid_t *gid, gid_t *groups, int *groupCount) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    int capacity = *groupCount;
+    *groupCount = 0;
+    if (getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    socklen_t groupBytes = (socklen_t)(capacity > 0 ? (size_t)capacity * sizeof(gid_t) : 0);
+    // ERANGE (more groups than fit) or an old kernel: the primary group still counts.
+    if (capacity > 0 && getsockopt(descriptor, SOL_SOCKET, SO_PEERGROUPS, groups, &groupBytes) == 0) {
+        *groupCount = (int)(groupBytes / sizeof(gid_t));
+    }
+    return 0;
+}
+
+int CThumb_SocketIsUnix(int descriptor) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    if (getsockname(descriptor, (struct sockaddr *)&address, &length) != 0) return -1;
+    return address.ss_family == AF_UNIX ? 1 : 0;
 }

@@ -1,3 +1,4 @@
+import ThumbAccess
 import Foundation
 import ThumbImaging
 
@@ -11,6 +12,8 @@ public struct ThumbConfig: Sendable, Equatable {
     public var outputFormats = OutputFormatPolicy()
     public var shrinkTuning = ShrinkPlan.Tuning()
     public var service = ServiceSettings()
+    /// Who may do what (`access`).
+    package var access = AccessSettings()
 
     public init() {}
 
@@ -31,7 +34,7 @@ public struct ThumbConfig: Sendable, Equatable {
     /// used by `load`, by the daemon's reload and by the fuzz target for kind configs.
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "access"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets
@@ -43,6 +46,7 @@ public struct ThumbConfig: Sendable, Equatable {
             if let seconds = try limits.number("renderSeconds", in: 0.1...3600, unit: "seconds") { config.service.renderSeconds = seconds }
         }
         try parseService(root, into: &config, folder: folder)
+        if let access = try root.fields("access") { config.access = try parseAccess(access, folder: folder) }
         if let encoding = try root.fields("encoding") {
             config.encoder = try parseEncoding(encoding)
             config.outputFormats.defaults = try parseFormats(encoding, over: OutputFormats(), pregenerate: nil)

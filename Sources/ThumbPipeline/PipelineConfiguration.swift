@@ -53,6 +53,9 @@ public struct PipelineConfiguration: Sendable {
     public var maxBacklogAssets: Int = 4_000_000
     /// Holds the background reconcile until released (tests; nil: it starts at once).
     public var reconcileGate: ReconcileGate?
+    /// Asked before a request of an owned caller (`PipelineRequest.owner`) starts a render: the
+    /// fair shares between callers (nil: every render is admitted).
+    public var renderAdmission: (any RenderAdmission)?
 
     public init(assetRoot: String, cacheDirectory: String) {
         self.assetRoot = assetRoot

@@ -10,6 +10,8 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var superseded = 0
     public var cancelled = 0
     public var overloaded = 0
+    /// Misses refused because their caller's share of renders was used up (`RenderAdmission`).
+    public var refusedByShare = 0
     public var failures = 0
     /// `failures` by the failure's code (`FailureDisposition.code`: undecodable, tooLarge, …).
     public var failuresByCode: [String: Int] = [:]

@@ -49,6 +49,9 @@ extension ThumbnailPipeline {
                     state.metrics.superseded += 1
                     answers.add(completion, .init(token: request.token, result: .failure(.superseded(currentToken: current))))
                     return request.token
+                case .tooFar(let current):
+                    answers.add(completion, .init(token: current, result: .failure(.tokenTooFar(currentToken: current))))
+                    return request.token
                 case .claimed(let issued, let claimed, let previous):
                     (token, claim, previousLive) = (issued, claimed, previous)
                     // Before submit returns, deliveries to this slot already let through must be over.
@@ -74,6 +77,13 @@ extension ThumbnailPipeline {
             case .success(nil):
                 guard let key, let resolved else { return token }
                 state.metrics.misses += 1
+                // Only a render this request would start is charged: joining one costs nothing.
+                if let owner = request.owner, let admission = configuration.renderAdmission,
+                   state.jobs.records[key.digest]?.job.key != key, let refusal = admission.admitRender(owner: owner) {
+                    state.metrics.refusedByShare += 1
+                    answers.add(completion, .init(token: token, result: .failure(refusal)))
+                    return token
+                }
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
                                     priority: request.priority, completion: completion, wantsPlaceholder: request.wantsPlaceholder)
                 if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,

@@ -19,11 +19,16 @@ final class DaemonStartup: @unchecked Sendable {
     let configuration: PipelineConfiguration
     let hold: StartupHold?
     let events: DaemonEvents
+    let access: AccessControl
+    let fairShare: FairShare
     private let stopping = Atomic<Bool>(false)
     /// Written by the main thread only (when start-up ended without serving).
     var exitStatus = Daemon.Exit.ok
 
-    init(daemon: Daemon, config: ThumbConfig, configuration: PipelineConfiguration, hold: StartupHold?, events: DaemonEvents) {
+    init(daemon: Daemon, config: ThumbConfig, configuration: PipelineConfiguration, hold: StartupHold?, events: DaemonEvents,
+         access: AccessControl, fairShare: FairShare) {
+        self.access = access
+        self.fairShare = fairShare
         self.daemon = daemon
         self.config = config
         self.configuration = configuration
@@ -71,7 +76,8 @@ final class DaemonStartup: @unchecked Sendable {
             pipeline.shutdown()
             return .failed(error.errno == EADDRINUSE ? .inUse : .osError)
         }
-        let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds)
+        let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds,
+                               access: access, fairShare: fairShare)
         let server: HTTPServer
         do {
             server = try HTTPServer(listeners: listeners, threadsPerListener: config.service.httpThreads,

@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbAccess
 import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
@@ -67,7 +68,19 @@ public final class Daemon {
         }
         let cacheDirectory = options.cache ?? config.service.cacheDirectory ?? environment["CACHE_DIRECTORY"].map { $0 + "/thumbnails" }
             ?? FileManager.default.currentDirectoryPath + "/thumbd-cache"
+        let access: AccessControl
+        do {
+            access = try AccessControl(settings: config.access, environment: environment)
+        } catch {
+            Log.error("bad config: access: \(error)")
+            return .config
+        }
+        if !access.unknownNames.isEmpty {
+            Log.warning("access: this host has no \(access.unknownNames.joined(separator: ", ")): their rules do not apply")
+        }
+        let fairShare = FairShare(settings: config.access.fairShare)
         var configuration = PipelineConfiguration(config, assetRoot: assets, cacheDirectory: cacheDirectory, workers: options.workers)
+        configuration.renderAdmission = fairShare
         configuration.pregenerated = Self.pregenerated(config.catalog)
         configuration.log = PipelineLog(fields: { level, message, fields in
             Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message, fields)
@@ -77,7 +90,8 @@ public final class Daemon {
 
         let events = DaemonEvents()
         events.takeSignals(signals)
-        let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events)
+        let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events,
+                                    access: access, fairShare: fairShare)
         startup.begin()
         guard let services = waitUntilServing(events, startup: startup, hold: hold) else {
             return startup.exitStatus

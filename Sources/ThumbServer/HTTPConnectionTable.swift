@@ -54,10 +54,28 @@ final class HTTPConnectionRecord: Sendable {
     let descriptor: Int32
     let awaitingSinceNanoseconds: Atomic<UInt64>
     let cut = Atomic<Bool>(false)
+    /// Who is at the other end: asked once, when the connection is accepted (SO_PEERCRED names
+    /// the process that connected, which is what every request on it speaks for).
+    let caller: HTTPCaller
 
-    init(descriptor: Int32, now: UInt64) {
+    init(descriptor: Int32, now: UInt64, caller: HTTPCaller) {
         self.descriptor = descriptor
+        self.caller = caller
         awaitingSinceNanoseconds = Atomic(now)
+    }
+
+    /// The peer's credentials, or nil when the kernel cannot say (then the caller has no uid
+    /// and gets no role beyond `public`).
+    static func peerCredentials(of descriptor: Int32) -> PeerCredentials? {
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        var groups = [gid_t](repeating: 0, count: 256)
+        var count = Int32(groups.count)
+        let status = groups.withUnsafeMutableBufferPointer { buffer in
+            CThumb_PeerCredentials(descriptor, &uid, &gid, buffer.baseAddress, &count)
+        }
+        guard status == 0 else { return nil }
+        return PeerCredentials(uid: uid, gid: gid, groups: Array(groups.prefix(Int(max(0, min(count, 256))))))
     }
 
     /// The whole request is in: no deadline while it is answered (the render may take long).
@@ -79,11 +97,13 @@ final class HTTPConnectionRecord: Sendable {
 final class HTTPConnectionTable: Sendable {
     let connectionLimit: Int
     let deadline: HTTPRequestDeadline
+    let transport: HTTPCaller.Transport
     private let records = Mutex<[ObjectIdentifier: HTTPConnectionRecord]>([:])
 
-    init(connectionLimit: Int, deadline: HTTPRequestDeadline) {
+    init(connectionLimit: Int, deadline: HTTPRequestDeadline, transport: HTTPCaller.Transport) {
         self.connectionLimit = connectionLimit
         self.deadline = deadline
+        self.transport = transport
     }
 
     static func now() -> UInt64 { max(DispatchTime.now().uptimeNanoseconds, 1) }
@@ -91,7 +111,9 @@ final class HTTPConnectionTable: Sendable {
     var count: Int { records.withLock { $0.count } }
 
     fileprivate func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        let record = HTTPConnectionRecord(descriptor: CThumb_HTTPConnectionDescriptor(connection), now: Self.now())
+        let descriptor = CThumb_HTTPConnectionDescriptor(connection)
+        let peer = transport == .unixSocket ? HTTPConnectionRecord.peerCredentials(of: descriptor) : nil
+        let record = HTTPConnectionRecord(descriptor: descriptor, now: Self.now(), caller: HTTPCaller(transport: transport, peer: peer))
         context.pointee = Unmanaged.passRetained(record).toOpaque()
         records.withLock { $0[ObjectIdentifier(record)] = record }
         HTTPTransportMetrics.process.openConnections.add(1, ordering: .relaxed)

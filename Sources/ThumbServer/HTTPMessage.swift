@@ -13,6 +13,8 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
     public var headers: [String: String]
     public var body: [UInt8]
+    /// Who asks (the transport sets it; a request made in the process is `inProcess`).
+    package var caller = HTTPCaller.inProcess
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
         self.method = method

@@ -62,7 +62,9 @@ public final class HTTPServer: @unchecked Sendable {
             // TCP listeners are loopback only, so most clients share one address and meet the
             // per-peer cap long before the listener's limit: crowding counts against that cap, or a
             // flood from 127.0.0.1 would hold every place for it at the relaxed deadline.
-            let table = HTTPConnectionTable(connectionLimit: isInternet ? min(limit, perPeer) : limit, deadline: requestDeadline)
+            let transport: HTTPCaller.Transport = CThumb_SocketIsUnix(listener.descriptor) == 1 ? .unixSocket : .tcp
+            let table = HTTPConnectionTable(connectionLimit: isInternet ? min(limit, perPeer) : limit, deadline: requestDeadline,
+                                            transport: transport)
             tables.append(table)
             var settings = CThumb_HTTPSettings(
                 listenDescriptor: listener.descriptor, threads: UInt32(clamping: max(1, threadsPerListener)),
@@ -163,7 +165,8 @@ public final class HTTPServer: @unchecked Sendable {
         if let response = exchange.takeResponse() { return queue(response, on: connection) }
         guard !exchange.started else { return .YES }
         exchange.started = true
-        HTTPConnectionRecord.of(connection)?.requestArrived()
+        let record = HTTPConnectionRecord.of(connection)
+        record?.requestArrived()
         if exchange.arrivedWhileStopping {
             return queue(.failure(.shuttingDown, message: "the server is stopping"), on: connection)
         }
@@ -171,9 +174,11 @@ public final class HTTPServer: @unchecked Sendable {
             return queue(.error(413, "bodyTooLarge", "request body over \(maxBodyBytes) bytes"), on: connection)
         }
         // Made into strings only here, once a request is answered (not at each call for its body).
-        let request = HTTPRequest(method: String(cString: method), path: String(cString: url),
+        var request = HTTPRequest(method: String(cString: method), path: String(cString: url),
                                   query: Self.values(connection, kind: .GET_ARGUMENT_KIND, lowercased: false),
                                   headers: Self.forwardedHeaders(connection), body: exchange.body)
+        // A connection without a record (never seen opening) is nobody: no peer, TCP's rules.
+        request.caller = record?.caller ?? HTTPCaller(transport: .tcp)
         handler(request) { response in exchange.deliver(response) }
         if let response = exchange.suspendUnlessAnswered() { return queue(response, on: connection) }
         return .YES
@@ -213,7 +218,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The request headers the API reads (`HTTPRequest.headers`), by lower-cased name: only these
     /// are made into strings, not every header of every request.
-    static let forwardedHeaderNames = ["accept", "if-none-match"]
+    static let forwardedHeaderNames = ["accept", "if-none-match", "host", "origin", "authorization", "content-type",
+                                       "access-control-request-method", "access-control-request-headers"]
 
     /// The forwarded headers as they were sent; of a name sent twice the last one counts, as
     /// when every header was copied.

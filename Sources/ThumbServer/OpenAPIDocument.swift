@@ -21,15 +21,23 @@ info:
     | status | codes |
     |---|---|
     | 400 | `badRequest` (route shape, body, path), `badQuery` (a query value), `badKind` (kind name or inline spec), `formatNotAllowed` |
-    | 403 | `forbidden` (outside the asset root: `..`, absolute, symlink out; not a regular file), `permissionDenied` (the daemon may not read it) |
+    | 401 | `unauthorized` (an `Authorization: Bearer` token the daemon does not know) |
+    | 403 | `forbidden` (outside the asset root: `..`, absolute, symlink out; not a regular file; or a route outside the caller's role, naming the role it needs), `permissionDenied` (the daemon may not read it), `originNotAllowed`, `signatureRequired`, `badSignature`, `signatureExpired`, `unknownKey` |
     | 404 | `notFound` (no such asset; no such route), `noFocus` |
     | 405 | `methodNotAllowed` (a method a route does not take) |
-    | 409 | `superseded` (with `currentToken`), `cancelled` |
+    | 409 | `superseded` (with `currentToken`), `cancelled`, `tokenTooFar` (with `currentToken`) |
     | 413 | `tooLarge` (source over a limit), `outputTooLarge` (over `limits.maxOutputPixels`), `tooMany` (prefetch over 10000 thumbnails), `bodyTooLarge` (a body over 1 MiB; a focus body over 1 KiB) |
-    | 415 | `undecodable` |
+    | 415 | `undecodable`, `unsupportedMediaType` (a body that is not `application/json`) |
+    | 421 | `misdirectedRequest` (on TCP, a `Host` that is not this listener) |
+    | 429 | `tooManyRequests` (the caller's fair share of renders; `Retry-After`) |
     | 500 | `unreadable`, `encodingFailed`, `renderCrashed`, `renderTimedOut` |
     | 503 | `overloaded`, `shuttingDown` (Retry-After 5), `assetChanging`, `notStored`, `rendererUnavailable`, `indexUnavailable` (Retry-After 1 unless said) |
     | 504 | `timeout` (a `wait` ran out; the render goes on) |
+
+    **Who may do what** (README, "the access model"): every route needs a role, `public`,
+    `client` or `operator`, from the Unix socket peer's uid and groups, a bearer token, or
+    anonymous TCP (`public`); `public` callers may need signed thumbnail URLs (`key`, `sig`,
+    optional `expires` query parameters).
 
     **Sizes are bytes of UTF-8** where the daemon bounds them (`maxLength` here counts characters,
     so it is exact for ASCII): an asset path 1 to 4096 bytes, a kind or inline spec 1 to 256, a
@@ -195,7 +203,7 @@ paths:
         "404":
           $ref: "#/components/responses/AssetNotFound"
         "409":
-          description: "`superseded` (a newer request, or a higher token, owns the slot; `currentToken` and `X-Thumbd-Token` say which) or `cancelled` (the slot was released)."
+          description: "`superseded` (a newer request, or a higher token, owns the slot; `currentToken` and `X-Thumbd-Token` say which), `cancelled` (the slot was released) or `tokenTooFar` (a token more than 65536 past the slot's `currentToken`: a claim moves a slot at most that far; release the slot to start again)."
           headers:
             X-Thumbd-Token:
               $ref: "#/components/headers/Token"
@@ -209,6 +217,16 @@ paths:
           $ref: "#/components/responses/URITooLong"
         "415":
           $ref: "#/components/responses/Undecodable"
+        "429":
+          description: "`tooManyRequests`: this caller's share of renders is used up (too many of its requests wait for renders, or its bucket of renders a second is empty); ask again after `Retry-After` seconds. Hits are never refused."
+          headers:
+            Retry-After:
+              required: true
+              schema: {type: string, pattern: "^[0-9]+$"}
+          content:
+            application/json:
+              schema:
+                $ref: "#/components/schemas/Error"
         "431":
           $ref: "#/components/responses/HeadersTooLarge"
         "500":
@@ -933,6 +951,16 @@ components:
         - rendererUnavailable
         - indexUnavailable
         - timeout
+        - tokenTooFar
+        - tooManyRequests
+        - unauthorized
+        - misdirectedRequest
+        - originNotAllowed
+        - unsupportedMediaType
+        - signatureRequired
+        - badSignature
+        - signatureExpired
+        - unknownKey
     Error:
       type: object
       required: [error, message]
@@ -946,9 +974,9 @@ components:
       allOf:
         - $ref: "#/components/schemas/Error"
         - properties:
-            error: {enum: [superseded, cancelled]}
+            error: {enum: [superseded, cancelled, tokenTooFar]}
             currentToken:
-              description: "`superseded`: the slot's current token."
+              description: "`superseded`, `tokenTooFar`: the slot's current token."
               $ref: "#/components/schemas/Token"
     TimeoutError:
       allOf:

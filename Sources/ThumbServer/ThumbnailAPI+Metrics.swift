@@ -28,6 +28,16 @@ extension ThumbnailAPI {
                        ("route=\"\(route)\",status=\"\(status)\"", Double(requests[route]?[status] ?? 0))
                    }
                })
+        let refused = access.refusals.counts
+        metric("thumbd_access_refusals_total", "counter",
+               "Requests the access model refused, by route and reason (role, signature, host, origin, contentType, token, share).",
+               refused.keys.sorted().flatMap { route in
+                   (refused[route] ?? [:]).keys.sorted().map { reason in
+                       ("route=\"\(route)\",reason=\"\(reason)\"", Double(refused[route]?[reason] ?? 0))
+                   }
+               })
+        metric("thumbd_fair_share_refused_renders_total", "counter",
+               "Misses refused 429 because their caller's bucket of renders was empty.", [("", Double(metrics.refusedByShare))])
         let transport = HTTPTransportMetrics.process
         metric("thumbd_http_slow_clients_total", "counter",
                "Connections closed because their request was not whole within the request deadline (slow or idle clients), by the deadline that applied.",

@@ -1,3 +1,4 @@
+import ThumbAccess
 import ThumbImaging
 import ThumbPipeline
 
@@ -20,6 +21,15 @@ public struct ThumbnailCall: Sendable {
     /// The answer depends on `Accept` (answered with `Vary: Accept`): its format was negotiated,
     /// or the URL has no `as=path` (`Accept: application/json` would answer JSON).
     public var variesWithAccept: Bool
+    /// What a URL signature covers, as sent (decoded), with the signature's own parameters.
+    package var signed: URLSignature.Fields
+    package var signatureKey: String?
+    package var signature: String?
+    /// The path names an inline spec (`64x64,fill`), not a configured kind.
+    package var isInlineSpec: Bool { signed.kind.utf8.first.map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false }
+
+    /// The caller (`Principal.key`): its slots and its share of renders.
+    package var owner: String?
 
     /// A miss with `wait=0` answers with the placeholder, and JSON answers carry it: such a
     /// client reads placeholders, so its render computes one at any cost.
@@ -27,6 +37,7 @@ public struct ThumbnailCall: Sendable {
         var request = PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token,
                                       format: format)
         request.wantsPlaceholder = waitMilliseconds == 0 || answersWithPath
+        request.owner = owner
         return request
     }
 
@@ -109,7 +120,10 @@ public struct ThumbnailCall: Sendable {
                              ifNoneMatch: request.headers["if-none-match"], format: chosen.format,
                              // Without `as=path` the URL answers JSON to `Accept: application/json`:
                              // the image varies with Accept even when its format is fixed.
-                             variesWithAccept: chosen.variesWithAccept || !pathAsked)
+                             variesWithAccept: chosen.variesWithAccept || !pathAsked,
+                             signed: URLSignature.Fields(kind: kindText, assetPath: assetPath, scale: query["scale"], format: query["format"],
+                                                         expires: query["expires"]),
+                             signatureKey: query["key"], signature: query["sig"])
     }
 
     /// A client name and slot id, already decoded (so UTF-8 without NUL): each 1 to

@@ -24,7 +24,18 @@ extension ThumbnailAPI {
             storedPath = { _ in nil }
             placeholder = { _ in nil }
         }
-        pipeline.submit(call.pipelineRequest) { response in
+        // One caller may have only so many requests waiting for renders (`FairShare`).
+        var leave: @Sendable () -> Void = {}
+        if let fairShare, let owner = call.owner {
+            if let refusal = fairShare.enter(owner) {
+                let limited = AccessRefusal(status: 429, code: refusal.disposition.code, message: refusal.description, reason: "share",
+                                            headers: [("Retry-After", String(refusal.disposition.retryAfterSeconds ?? 1))])
+                return refuse(limited, route: "thumbnails", principal: owner, respond: respond)
+            }
+            leave = { fairShare.leave(owner) }
+        }
+        pipeline.submit(call.pipelineRequest) { [leave] response in
+            leave()
             once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
                                            storedPath: storedPath, placeholder: placeholder))
         }
@@ -77,7 +88,7 @@ extension ThumbnailAPI {
             return answer
         case .failure(let error):
             switch error {
-            case .superseded(let current):
+            case .superseded(let current), .tokenTooFar(let current):
                 return .failure(error, extra: ["currentToken": current], headers: [("X-Thumbd-Token", String(current))])
             case .cancelled:
                 return .failure(error, message: "the slot was released", headers: tokenHeader)

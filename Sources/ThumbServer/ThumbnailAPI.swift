@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ThumbAccess
 import ThumbImaging
 import ThumbPipeline
 
@@ -19,8 +20,20 @@ public final class ThumbnailAPI: Sendable {
     /// `thumbd_http_requests_total`).
     let thumbnailsAnswered = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
+    /// Who may do what; the default (no `access` section, no files) for a daemon without one.
+    let access: AccessControl
+    /// Each principal's share of renders; the pipeline asks the same object (`RenderAdmission`).
+    let fairShare: FairShare?
 
-    public init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
+    public convenience init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
+        // Settings without files cannot fail to resolve.
+        let access = try! AccessControl(settings: AccessSettings(), environment: [:])
+        self.init(pipeline: pipeline, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds, access: access, fairShare: nil)
+    }
+
+    package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int, access: AccessControl, fairShare: FairShare?) {
+        self.access = access
+        self.fairShare = fairShare
         self.pipeline = pipeline
         self.catalog = Mutex(catalog)
         formats = Mutex(pipeline.configuration.outputFormats)
@@ -51,40 +64,78 @@ public final class ThumbnailAPI: Sendable {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
+        // Who asks, and what no browser may send, before the request is even parsed.
+        let principal: Principal
+        switch access.principal(of: request) {
+        case .success(let found): principal = found
+        case .failure(let refusal): return refuse(refusal, route: route, principal: "unauthenticated", respond: counted)
+        }
+        if let refusal = access.screen(request) { return refuse(refusal, route: route, principal: principal.key, respond: counted) }
+        let cors = access.corsHeaders(for: request)
+        let answer: @Sendable (HTTPResponse) -> Void
+        if cors.isEmpty {
+            answer = counted
+        } else {
+            answer = { response in
+                var withCORS = response
+                withCORS.headers += cors
+                counted(withCORS)
+            }
+        }
+        if let preflight = access.preflight(request, allowedMethods: Self.allowedMethods(route: route, path: request.path)) {
+            return answer(preflight)
+        }
         let parsed = APIRequest.parse(request, context: parsing.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)
+        if case .success(let call) = parsed, let refusal = access.authorize(call, principal: principal, caller: request.caller) {
+            return refuse(refusal, route: route, principal: principal.key, respond: answer)
+        }
+        let owner = principal.key
         switch parsed {
         case .failure(let error):
-            counted(error.response)
-        case .success(.thumbnail(let call)):
-            thumbnail(call, respond: counted)
-        case .success(.releaseSlot(let slot)):
+            answer(error.response)
+        case .success(.thumbnail(var call)):
+            // Operators are trusted (batch renders, tools): not rationed. Slots are everyone's own.
+            call.owner = principal.role == .operator ? nil : owner
+            call.slot?.owner = owner
+            thumbnail(call, respond: answer)
+        case .success(.releaseSlot(var slot)):
+            slot.owner = owner
             pipeline.release(slot)
-            counted(HTTPResponse(status: 204))
+            answer(HTTPResponse(status: 204))
         case .success(.prefetch(let call)):
-            counted(prefetch(call))
+            answer(prefetch(call))
         case .success(.cancelPrefetch(let id)):
             let withdrawn = pipeline.cancelGroup(id)
-            counted(.json(200, ["id": id, "cancelled": withdrawn]))
+            answer(.json(200, ["id": id, "cancelled": withdrawn]))
         case .success(.placeholders(let call)):
-            counted(placeholders(call))
+            answer(placeholders(call))
         case .success(.kinds):
-            counted(kinds())
+            answer(kinds())
         case .success(.focus(let call)):
-            counted(focus(call))
+            answer(focus(call))
         case .success(.health):
-            counted(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
+            answer(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
                           ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
         case .success(.ready):
-            counted(readiness())
+            answer(readiness())
         case .success(.metrics):
-            counted(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
+            answer(.text(200, metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
         case .success(.openAPI):
-            counted(.text(200, OpenAPIDocument.yaml, contentType: "application/yaml"))
+            answer(.text(200, OpenAPIDocument.yaml, contentType: "application/yaml"))
         case .success(.cacheStatistics):
-            counted(cacheStatistics())
+            answer(cacheStatistics())
         case .success(.purgeCache(let call)):
-            counted(purgeCache(call))
+            answer(purgeCache(call))
         }
+    }
+
+    /// Answers a refusal of the access model: counted by route and reason, logged at most once a
+    /// minute per principal.
+    func refuse(_ refusal: AccessRefusal, route: String, principal: String, respond: @Sendable (HTTPResponse) -> Void) {
+        if access.refusals.record(route: route, reason: refusal.reason, principal: principal, now: HTTPConnectionTable.now()) {
+            Log.notice("refused \(principal) on \(route): \(refusal.status) \(refusal.code): \(refusal.message) (logged once a minute per caller)")
+        }
+        respond(refusal.response)
     }
 
     /// The route label for metrics (bounded cardinality).

@@ -5,7 +5,8 @@ import ThumbWorker
 enum Thumbd {
     static let version = "0.1.0"
 
-    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self, ServeCommand.self, BatchCommand.self, CacheCommand.self]
+    nonisolated(unsafe) static let commands: [any ThumbdCommand.Type] = [RenderCommand.self, SlotsCommand.self, ServeCommand.self, BatchCommand.self, CacheCommand.self,
+                                                                    SignCommand.self]
 
     static let usage = """
         usage: thumbd <command> [options]

@@ -9,27 +9,30 @@ import ThumbImaging
     let fixture: PipelineFixture
     init() throws { fixture = try PipelineFixture() }
 
-    @Test("a slot at UInt64.max, then a request without a token: no overflow, the token saturates")
+    @Test("a token of UInt64.max or 2^53 - 1 on a new slot: refused tokenTooFar, no overflow, the slot keeps working")
     func tokenAtTheTopDoesNotOverflow() async throws {
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
         let cell = SlotID(client: "app", slot: "top")
+        // On 31927a0 a slot at UInt64.max overflowed (`current + 1`); on b259acf it was taken and
+        // pinned the slot. Now a claim moves a token by at most `SlotToken.maximumStep`.
         let first = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: cell, token: .max))
-        #expect(first.thumbnail != nil && first.token == .max)
-        // On 31927a0 this is `current + 1` with current == UInt64.max: a trap.
+        #expect(first.error == .tokenTooFar(currentToken: 0), "\(String(describing: first.error))")
         let next = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: cell))
-        #expect(next.thumbnail != nil && next.token == .max, "\(String(describing: next.token))")
-
-        // At the bound clients may use, the issued token stays there too, and lower ones are refused.
+        #expect(next.thumbnail != nil && next.token == 1, "\(String(describing: next.token))")
         let edge = SlotID(client: "app", slot: "edge")
-        _ = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge,
-                                           token: SlotToken.maximum - 1))
-        let issued = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge))
-        #expect(issued.token == SlotToken.maximum)
-        let again = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge))
-        #expect(again.token == SlotToken.maximum && again.thumbnail != nil)
+        let far = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge,
+                                                 token: SlotToken.maximum - 1))
+        #expect(far.error == .tokenTooFar(currentToken: 0))
+        let stepped = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge,
+                                                     token: SlotToken.maximumStep))
+        #expect(stepped.thumbnail != nil && stepped.token == SlotToken.maximumStep)
         let late = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: edge, token: 7))
-        #expect(late.error == .superseded(currentToken: SlotToken.maximum))
+        #expect(late.error == .superseded(currentToken: SlotToken.maximumStep))
+        // Slots of different owners are different slots: the same client and slot names do not meet.
+        let other = SlotID(owner: "uid:1000", client: "app", slot: "edge")
+        let own = await pipeline.thumbnail(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: other, token: 7))
+        #expect(own.thumbnail != nil && own.token == 7)
     }
 
     @Test("the slot table is bounded in bytes, not only in count")

@@ -29,19 +29,30 @@ enum ServeCurl {
     /// One request; `--path-as-is` so that `..` reaches the server as sent.
     static func request(socket: String, _ path: String, method: String = "GET", headers: [String] = [],
                         body: String? = nil, timeout: Double = 30) throws -> ServeResponse {
+        try request(url: "http://thumbd" + path, via: ["--unix-socket", socket], method: method, headers: headers, body: body, timeout: timeout)
+    }
+
+    /// One request to `url`; `via`: curl's options for the way there (`--unix-socket PATH`, or
+    /// none for TCP); `runAs`: a command that runs curl as another user (`setpriv --reuid …`);
+    /// `contentType`: of the body (nil: none sent).
+    static func request(url: String, via: [String] = [], runAs: [String] = [], method: String = "GET", headers: [String] = [],
+                        body: String? = nil, contentType: String? = "application/json", timeout: Double = 30) throws -> ServeResponse {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-curl-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        // Writable by the user `runAs` names.
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        var argv = [curl, "--silent", "--path-as-is", "--unix-socket", socket, "--max-time", String(timeout),
+        var argv = runAs + [curl, "--silent", "--path-as-is"] + via + ["--max-time", String(timeout),
                     "--dump-header", scratch + "/headers", "--output", scratch + "/body", "--write-out", "%{http_code}"]
         if method == "HEAD" { argv.append("--head") } else if method != "GET" { argv += ["--request", method] }
         for header in headers { argv += ["--header", header] }
-        if let body { argv += ["--header", "Content-Type: application/json", "--data-binary", body] }
-        argv.append("http://thumbd" + path)
+        if let body {
+            argv += ["--header", "Content-Type:" + (contentType.map { " " + $0 } ?? ""), "--data-binary", body]
+        }
+        argv.append(url)
         let start = Date()
         let child = try ServeChild(argv, environment: ServeChild.cleanEnvironment,
                                    stdout: scratch + "/code", stderr: scratch + "/stderr")
-        guard let exit = child.wait(timeout: timeout + 10) else { throw ServeFailure("curl \(path) hung") }
+        guard let exit = child.wait(timeout: timeout + 10) else { throw ServeFailure("curl \(url) hung") }
         let read = { (name: String) in (try? Data(contentsOf: URL(fileURLWithPath: scratch + "/" + name))) ?? Data() }
         // The last header block (a 100 Continue may come first).
         let block = String(decoding: read("headers"), as: UTF8.self).components(separatedBy: "\r\n\r\n")

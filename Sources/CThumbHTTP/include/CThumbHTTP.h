@@ -40,4 +40,13 @@ int CThumb_HTTPConnectionDescriptor(struct MHD_Connection *connection);
 /// The pointer the connection-events callback stored for this connection, or NULL.
 void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection);
 
+/// The peer of a Unix socket connection (SO_PEERCRED, SO_PEERGROUPS): its uid, gid and up to
+/// `*groupCount` supplementary groups (`*groupCount` is set to how many were stored; 0 when the
+/// kernel cannot say or there are more than fit). Returns 0, or -1 with errno (ENOTSOCK, or not
+/// a Unix socket: EINVAL / ENOPROTOOPT).
+int CThumb_PeerCredentials(int descriptor, uid_t *uid, gid_t *gid, gid_t *groups, int *groupCount);
+
+/// Whether a socket is AF_UNIX (1), another family (0), or cannot be asked (-1, errno).
+int CThumb_SocketIsUnix(int descriptor);
+
 #endif

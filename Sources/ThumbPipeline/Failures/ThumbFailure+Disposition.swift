@@ -44,6 +44,9 @@ extension ThumbFailure {
         return switch self {
         case .superseded: D(httpStatus: 409, code: "superseded", exitCode: SysExit.temporaryFailure, isPermanent: false)
         case .cancelled: D(httpStatus: 409, code: "cancelled", exitCode: SysExit.temporaryFailure, isPermanent: false)
+        case .tokenTooFar: D(httpStatus: 409, code: "tokenTooFar", exitCode: SysExit.usage, isPermanent: true)
+        case .fairShare(let seconds, _): D(httpStatus: 429, code: "tooManyRequests", exitCode: SysExit.temporaryFailure, isPermanent: false,
+                                           retryAfterSeconds: max(1, seconds))
         case .notFound: D(httpStatus: 404, code: "notFound", exitCode: SysExit.noInput, isPermanent: true)
         case .forbidden: D(httpStatus: 403, code: "forbidden", exitCode: SysExit.dataError, isPermanent: true)
         case .permissionDenied: D(httpStatus: 403, code: "permissionDenied", exitCode: SysExit.noPermission, isPermanent: true)

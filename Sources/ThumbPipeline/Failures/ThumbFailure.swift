@@ -8,6 +8,10 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case superseded(currentToken: UInt64)
     /// The slot was released, or the pipeline cancelled the work.
     case cancelled
+    /// The token would move the slot more than `SlotToken.maximumStep` past `currentToken`.
+    case tokenTooFar(currentToken: UInt64)
+    /// The caller's share of renders is used up (`FairShare`): retry after that many seconds.
+    case fairShare(retryAfterSeconds: Int, reason: String)
     case notFound(path: String)
     /// Outside the asset root, or not a regular file.
     case forbidden(path: String, reason: String)
@@ -43,6 +47,9 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .superseded(let token): "superseded by token \(token)"
         case .cancelled: "cancelled"
+        case .tokenTooFar(let token):
+            "a token may move a slot at most \(SlotToken.maximumStep) past its current token \(token) (release the slot to start again)"
+        case .fairShare(_, let reason): "over this caller's share: \(reason)"
         case .notFound(let path): "\(path): no such asset"
         case .forbidden(let path, let reason): "\(path): \(reason)"
         case .permissionDenied(let path, let reason): "\(path): permission denied: \(reason)"
@@ -68,8 +75,8 @@ extension ThumbFailure {
         switch self {
         case .forbidden(_, let reason), .permissionDenied(_, let reason), .assetChanging(_, let reason),
              .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason),
-             .renderCrashed(let reason), .renderTimedOut(let reason), .rendererUnavailable(let reason): reason
-        case .superseded, .cancelled, .notFound, .notStored, .overloaded, .shuttingDown: description
+             .renderCrashed(let reason), .renderTimedOut(let reason), .rendererUnavailable(let reason), .fairShare(_, let reason): reason
+        case .superseded, .cancelled, .tokenTooFar, .notFound, .notStored, .overloaded, .shuttingDown: description
         }
     }
 

@@ -7,17 +7,30 @@ public enum Priority: Int, Comparable, Sendable, CaseIterable {
     public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
-/// One reusable cell of one client: at most one live request at a time.
+/// One reusable cell of one client of one principal: at most one live request at a time.
+/// The owner (the caller the access model identified: a uid, a token's name, anonymous) is part
+/// of the key, so that one caller can neither pin nor release another's cells.
 public struct SlotID: Hashable, Sendable, CustomStringConvertible {
+    /// The principal's key (`Principal.key`); empty for callers inside the process.
+    public var owner: String
     public var client: String
     public var slot: String
 
-    public init(client: String, slot: String) {
+    public init(owner: String = "", client: String, slot: String) {
+        self.owner = owner
         self.client = client
         self.slot = slot
     }
 
-    public var description: String { "\(client)/\(slot)" }
+    public var description: String { owner.isEmpty ? "\(client)/\(slot)" : "\(owner):\(client)/\(slot)" }
+}
+
+/// Decides whether a caller may start another render now. Asked under the pipeline's lock, for
+/// a miss that starts a job (not one that joins a running or queued job), so an implementation
+/// takes only its own short lock and never calls back into the pipeline.
+public protocol RenderAdmission: Sendable {
+    /// nil admits the render (and charges it to `owner`); a failure refuses it.
+    func admitRender(owner: String) -> ThumbFailure?
 }
 
 /// A request for one thumbnail.
@@ -41,6 +54,9 @@ public struct PipelineRequest: Sendable {
     /// request waits on computes the version's placeholder whatever it costs, not only from a
     /// frame it decodes whole anyway (`PlaceholderDemand`).
     public var wantsPlaceholder = false
+    /// The caller, for its share of renders (`RenderAdmission`); nil: not rationed (pre-renders,
+    /// batch jobs, callers inside the process).
+    public var owner: String?
 
     public init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
                 slot: SlotID? = nil, token: UInt64? = nil, format: EncoderSettings.Format? = nil) {

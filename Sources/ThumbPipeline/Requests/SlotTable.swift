@@ -50,6 +50,9 @@ struct SlotTable {
         case full
         /// The request's token is older than the slot's: refused `superseded(currentToken:)`.
         case late(currentToken: UInt64)
+        /// The request's token is more than `SlotToken.maximumStep` past the slot's: refused
+        /// `tokenTooFar(currentToken:)`, the slot unchanged.
+        case tooFar(currentToken: UInt64)
         /// The request holds the slot now, under `token`. `previousLive`, the request it took
         /// over from (if it was still waiting), is to be detached and answered superseded.
         case claimed(token: UInt64, claim: UInt64, previousLive: WaiterRef?)
@@ -118,6 +121,9 @@ struct SlotTable {
             // A late request changes nothing, not even the slot's place in the use order.
             return .late(currentToken: record.token)
         }
+        if let askedToken, askedToken - record.token > SlotToken.maximumStep {
+            return .tooFar(currentToken: record.token)
+        }
         let previousLive = record.liveWaiter
         lastClaim += 1
         record.token = askedToken ?? SlotToken.issued(after: record.token)
@@ -135,18 +141,26 @@ struct SlotTable {
         order.update(slot) { $0.liveWaiter = waiter }
     }
 
-    /// The `prepareForReuse` moment: the slot keeps its token but its claim ends, so that bytes
-    /// already decided for it are not handed over after the release (the gate answers them
-    /// `cancelled`). Returns the live request to detach and answer `cancelled`. False as
-    /// `known` for a slot the table does not remember (nothing to release).
+    /// The `prepareForReuse` moment: the claim ends, so that bytes already decided for it are
+    /// not handed over after the release (the gate answers them `cancelled`), and the slot's
+    /// token is forgotten: the next model of the cell starts afresh. A slot with deliveries still
+    /// to be let through stays (at token 0, released) until the gate has asked; any other is
+    /// forgotten at once, token memory and all. Returns the live request to detach and answer
+    /// `cancelled`. False as `known` for a slot the table does not remember (nothing to release).
     mutating func release(_ slot: SlotID) -> (known: Bool, liveWaiter: WaiterRef?) {
+        _ = tokenMemory.take(slot)
         guard var record = order[slot] else { return (false, nil) }
         let waiter = record.liveWaiter
-        lastClaim += 1
-        record.claim = lastClaim
-        record.liveWaiter = nil
-        record.isReleased = true
-        order[slot] = record
+        guard record.pendingDeliveries == 0 else {
+            lastClaim += 1
+            record.claim = lastClaim
+            record.liveWaiter = nil
+            record.isReleased = true
+            record.token = 0
+            order[slot] = record
+            return (true, waiter)
+        }
+        forget(slot)
         return (true, waiter)
     }
 

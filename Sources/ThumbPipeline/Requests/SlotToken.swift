@@ -5,6 +5,9 @@ public enum SlotToken {
     /// number a JSON client (JavaScript) holds exactly, since tokens go out in JSON too.
     public static let maximum: UInt64 = (1 << 53) - 1
     public static let range: ClosedRange<UInt64> = 0...maximum
+    /// How far one claim may move a slot's token forward: a caller that names a huge token
+    /// would otherwise make every later request of the slot's real user late (409) for good.
+    public static let maximumStep: UInt64 = 1 << 16
 
     /// The token after `current`, never past `maximum` (nor past `current` if a caller in code
     /// already went beyond it). A slot stuck at the maximum still works: the newer request takes
@@ -20,5 +23,5 @@ extension SlotID {
 
     /// Bytes the slot table is charged for remembering this slot: its ids plus an estimate of
     /// the fixed cost of an entry (the dictionary slot, the record, the string headers).
-    var tableBytes: Int { client.utf8.count + slot.utf8.count + 192 }
+    var tableBytes: Int { owner.utf8.count + client.utf8.count + slot.utf8.count + 192 }
 }

@@ -1,0 +1,95 @@
+import CCrypto
+
+/// SHA-256 and HMAC-SHA256 from OpenSSL's libcrypto, and a comparison that takes the same time
+/// whatever the bytes: a hand-written hash would be one more thing to get wrong.
+package enum Digest {
+    package static let sha256Bytes = 32
+
+    package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: sha256Bytes)
+        bytes.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                _ = SHA256(input.baseAddress, input.count, output.baseAddress)
+            }
+        }
+        return digest
+    }
+
+    package static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        key.withUnsafeBufferPointer { keyBytes in
+            message.withUnsafeBufferPointer { input in
+                digest.withUnsafeMutableBufferPointer { output in
+                    _ = HMAC(EVP_sha256(), keyBytes.baseAddress, Int32(clamping: keyBytes.count), input.baseAddress, input.count,
+                             output.baseAddress, &length)
+                }
+            }
+        }
+        return Array(digest.prefix(Int(min(length, UInt32(EVP_MAX_MD_SIZE)))))
+    }
+
+    /// Equal lengths and equal bytes, in a time that depends on the length only.
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { left in b.withUnsafeBytes { right in CRYPTO_memcmp(left.baseAddress, right.baseAddress, a.count) == 0 } }
+    }
+
+    /// Lower-case hex of `bytes`.
+    package static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The bytes of an even-length hex text (either case), or nil.
+    package static func bytes(hex text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        func value(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+}
+
+/// RFC 4648 §5 base64url without padding: the signature's form in a URL.
+package enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    package static func encode(_ bytes: [UInt8]) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index < bytes.count {
+            let rest = bytes.count - index
+            let b0 = UInt32(bytes[index]), b1 = rest > 1 ? UInt32(bytes[index + 1]) : 0, b2 = rest > 2 ? UInt32(bytes[index + 2]) : 0
+            let group = b0 << 16 | b1 << 8 | b2
+            text.append(alphabet[Int(group >> 18 & 63)])
+            text.append(alphabet[Int(group >> 12 & 63)])
+            if rest > 1 { text.append(alphabet[Int(group >> 6 & 63)]) }
+            if rest > 2 { text.append(alphabet[Int(group & 63)]) }
+            index += 3
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,118 @@
+/// Signed thumbnail URLs: the imgproxy model in a format of our own, documented in the README.
+///
+/// A URL `/v1/thumbnails/{kind}/{asset}?scale=&format=&expires=&key=&sig=` is signed by
+/// `sig = base64url(HMAC-SHA256(secret of key, canonical))`, without padding, where `canonical`
+/// is the UTF-8 of these lines joined by "\n" (values percent-decoded; an absent one is empty):
+///
+///     thumbd-url-1
+///     {key id}
+///     {expires: Unix seconds, or empty}
+///     {kind or inline spec, as in the path}
+///     {scale}
+///     {format}
+///     {asset path}
+///
+/// The asset path comes last: it is the only field that may hold a line break, so no other
+/// split of the same text makes another request. Everything that chooses the picture is in it
+/// (an inline spec carries its crop, mask and mode); what only says how to wait or which cell
+/// asks (`wait`, `priority`, `as`, `client`, `slot`, `token`) is not, so a page can move its
+/// cells' tokens on a URL its back end signed once.
+package enum URLSignature {
+    package static let version = "thumbd-url-1"
+    /// Key ids: 1 to 64 of [A-Za-z0-9_-], so that they stay one line and one URL word.
+    package static let maxKeyIDBytes = 64
+    /// A secret shorter than this is refused in the config: HMAC-SHA256's own block of entropy.
+    package static let minimumSecretBytes = 32
+
+    package struct Key: Sendable, Equatable {
+        package var id: String
+        package var secret: [UInt8]
+
+        package init(id: String, secret: [UInt8]) {
+            self.id = id
+            self.secret = secret
+        }
+    }
+
+    /// The fields of a thumbnail URL that a signature covers, percent-decoded.
+    package struct Fields: Sendable, Equatable {
+        package var kind: String
+        package var assetPath: String
+        package var scale: String?
+        package var format: String?
+        package var expires: String?
+
+        package init(kind: String, assetPath: String, scale: String? = nil, format: String? = nil, expires: String? = nil) {
+            self.kind = kind
+            self.assetPath = assetPath
+            self.scale = scale
+            self.format = format
+            self.expires = expires
+        }
+    }
+
+    /// Why a signed URL was not accepted; `code` is the API's error code and metrics' reason.
+    package enum Refusal: Error, Equatable, Sendable {
+        case missing, malformed(String), unknownKey, expired, mismatch
+
+        package var code: String {
+            switch self {
+            case .missing: "signatureRequired"
+            case .malformed: "badSignature"
+            case .unknownKey: "unknownKey"
+            case .expired: "signatureExpired"
+            case .mismatch: "badSignature"
+            }
+        }
+
+        package var message: String {
+            switch self {
+            case .missing: "this listener serves unsigned URLs to operators and clients only: sign the URL (key, sig, optional expires)"
+            case .malformed(let why): "the signature parameters are malformed: \(why)"
+            case .unknownKey: "the URL is signed with a key this daemon does not hold"
+            case .expired: "the signed URL has expired"
+            case .mismatch: "the signature does not match the URL (kind, asset, scale, format and expires are signed)"
+            }
+        }
+    }
+
+    package static func isValidKeyID(_ id: String) -> Bool {
+        let utf8 = id.utf8
+        return (1...maxKeyIDBytes).contains(utf8.count) && utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// The canonical text; nil when a field other than the asset path holds a line break.
+    package static func canonical(_ fields: Fields, keyID: String) -> [UInt8]? {
+        let lines = [version, keyID, fields.expires ?? "", fields.kind, fields.scale ?? "", fields.format ?? ""]
+        guard !lines.contains(where: { $0.utf8.contains(UInt8(ascii: "\n")) }) else { return nil }
+        return Array((lines + [fields.assetPath]).joined(separator: "\n").utf8)
+    }
+
+    /// The `sig` value for `fields` under `key`.
+    package static func signature(_ fields: Fields, key: Key) -> String? {
+        canonical(fields, keyID: key.id).map { Base64URL.encode(Digest.hmacSHA256(key: key.secret, message: $0)) }
+    }
+
+    /// Checks `sig` and `key` (as sent, decoded) against the keys held, at `now` (Unix seconds).
+    /// The signature is compared in constant time: the time taken does not tell how much of a
+    /// forged one matched.
+    package static func verify(_ fields: Fields, keyID: String?, signature: String?, keys: [Key], now: UInt64) -> Result<Void, Refusal> {
+        guard let signature else { return .failure(keyID == nil && fields.expires == nil ? .missing : .malformed("sig is missing")) }
+        guard let keyID else { return .failure(.malformed("key is missing")) }
+        guard isValidKeyID(keyID) else { return .failure(.malformed("key must be 1 to \(maxKeyIDBytes) of A-Z a-z 0-9 _ -")) }
+        if let expires = fields.expires {
+            guard !expires.isEmpty, expires.utf8.count <= 12, expires.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                  let seconds = UInt64(expires) else {
+                return .failure(.malformed("expires must be Unix seconds (digits)"))
+            }
+            guard seconds >= now else { return .failure(.expired) }
+        }
+        guard let message = canonical(fields, keyID: keyID) else { return .failure(.malformed("a signed field holds a line break")) }
+        guard let key = keys.first(where: { $0.id == keyID }) else { return .failure(.unknownKey) }
+        let expected = Array(Base64URL.encode(Digest.hmacSHA256(key: key.secret, message: message)).utf8)
+        return Digest.constantTimeEqual(expected, Array(signature.utf8)) ? .success(()) : .failure(.mismatch)
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Synchronization
+import ThumbAccess
+import ThumbImaging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The access model, resolved for this host: user and group names made ids, token and key files
+/// read. Decides who a request speaks for (`principal`), refuses what a browser must not be able
+/// to send (`screen`), and what the principal's role does not cover (`authorize`).
+package final class AccessControl: Sendable {
+    let settings: AccessSettings
+    let tokens: [(name: String, role: Role, sha256: [UInt8])]
+    let keys: [URLSignature.Key]
+    let userRoles: [UInt32: Role]
+    let groupRoles: [UInt32: Role]
+    let operatorGroupID: UInt32?
+    let clock: @Sendable () -> UInt64
+    let refusals = AccessRefusals()
+
+    /// `names`: user and group lookups (getpwnam, getgrnam by default); a name the host does not
+    /// know is left out and reported in `unknownNames`.
+    package init(settings: AccessSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+                 clock: @escaping @Sendable () -> UInt64 = { UInt64(max(0, time(nil))) }) throws(SecretFileError) {
+        self.settings = settings
+        let secrets = try settings.resolvedSecrets(environment: environment)
+        tokens = secrets.tokens.map { ($0.0.name, $0.0.role, $0.1) }
+        keys = secrets.keys
+        var users: [UInt32: Role] = [:]
+        var groups: [UInt32: Role] = [:]
+        var unknown: [String] = []
+        for (name, role) in settings.users {
+            if let uid = Self.userID(name) { users[uid] = role } else { unknown.append("user \(name)") }
+        }
+        for (name, role) in settings.groups {
+            if let gid = Self.groupID(name) { groups[gid] = role } else { unknown.append("group \(name)") }
+        }
+        operatorGroupID = settings.operatorGroup.flatMap { name in
+            let gid = Self.groupID(name)
+            if gid == nil { unknown.append("group \(name)") }
+            return gid
+        }
+        userRoles = users
+        groupRoles = groups
+        unknownNames = unknown.sorted()
+        self.clock = clock
+    }
+
+    /// Users and groups of the config this host does not have (logged at start).
+    package let unknownNames: [String]
+
+    static func userID(_ name: String) -> UInt32? { getpwnam(name).map { $0.pointee.pw_uid } }
+    static func groupID(_ name: String) -> UInt32? { getgrnam(name).map { $0.pointee.gr_gid } }
+
+    // MARK: Who
+
+    /// The principal of a request: a valid bearer token's, else the socket peer's, else
+    /// anonymous. A bearer token that matches none is refused (401), not taken as anonymous: a
+    /// caller with a typo should hear about it.
+    package func principal(of request: HTTPRequest) -> Result<Principal, AccessRefusal> {
+        if let authorization = request.headers["authorization"] {
+            return tokenPrincipal(authorization)
+        }
+        switch request.caller.transport {
+        case .inProcess: return .success(.inProcess)
+        case .tcp: return .success(Principal(key: "anonymous", role: .public))
+        case .unixSocket:
+            guard let peer = request.caller.peer else { return .success(Principal(key: "anonymous", role: .public)) }
+            return .success(Principal(key: "uid:\(peer.uid)", role: role(of: peer)))
+        }
+    }
+
+    func role(of peer: PeerCredentials) -> Role {
+        if let role = userRoles[peer.uid] { return role }
+        if peer.uid == 0 { return .operator }
+        let groups = [peer.gid] + peer.groups
+        if let operatorGroupID, groups.contains(operatorGroupID) { return .operator }
+        let byGroup = groups.compactMap { groupRoles[$0] }.max()
+        return byGroup ?? settings.socketRole
+    }
+
+    private func tokenPrincipal(_ authorization: String) -> Result<Principal, AccessRefusal> {
+        let challenge = [("WWW-Authenticate", "Bearer realm=\"thumbd\"")]
+        let utf8 = Array(authorization.utf8)
+        let scheme = Array("bearer ".utf8)
+        guard utf8.count > scheme.count, utf8.count <= 4096,
+              zip(utf8, scheme).allSatisfy({ ($0 | 0x20) == $1 || ($0 == $1) }) else {
+            return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "Authorization must be 'Bearer TOKEN'",
+                                          reason: "token", headers: challenge))
+        }
+        let hash = Digest.sha256(Array(utf8[scheme.count...]))
+        // Every configured hash is compared, each in constant time: neither the time nor the
+        // answer tells which token came close.
+        var found: (name: String, role: Role)?
+        for token in tokens where Digest.constantTimeEqual(token.sha256, hash) { found = (token.name, token.role) }
+        guard let found else {
+            return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "the bearer token is not one this daemon knows",
+                                          reason: "token", headers: challenge))
+        }
+        return .success(Principal(key: "token:\(found.name)", role: found.role))
+    }
+
+    // MARK: What a browser must not be able to send
+
+    /// Refusals that do not depend on the route's role: a TCP Host that is not this listener
+    /// (DNS rebinding), an Origin outside `allowedOrigins`, a body that is not JSON (a CORS
+    /// "simple request" needs no preflight).
+    package func screen(_ request: HTTPRequest) -> AccessRefusal? {
+        if request.caller.transport == .tcp, !isOwnHost(request.headers["host"]) {
+            return AccessRefusal(status: 421, code: "misdirectedRequest",
+                                 message: "Host must name this listener (its loopback address, localhost, or access.hosts)", reason: "host")
+        }
+        if let origin = request.headers["origin"], !isAllowed(origin: origin, host: request.headers["host"]) {
+            return AccessRefusal(status: 403, code: "originNotAllowed",
+                                 message: "requests from pages of \(DisplayText.truncated(origin, maxBytes: 100)) are not allowed (access.allowedOrigins)",
+                                 reason: "origin")
+        }
+        if (request.method == "POST" || request.method == "PUT"), !request.body.isEmpty, !Self.isJSON(request.headers["content-type"]) {
+            return AccessRefusal(status: 415, code: "unsupportedMediaType", message: "a request body must be Content-Type: application/json",
+                                 reason: "contentType")
+        }
+        return nil
+    }
+
+    /// `Host` names a loopback address, `localhost`, or a configured name (any port: a page
+    /// that rebinds its name reaches the listener's port under its own name, which is what this
+    /// refuses).
+    func isOwnHost(_ header: String?) -> Bool {
+        guard let header, !header.isEmpty, header.utf8.count <= 300 else { return false }
+        var host = header.lowercased()
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            host = String(host[host.index(after: host.startIndex)..<close])
+            return host == "::1"
+        }
+        if let colon = host.firstIndex(of: ":") { host = String(host[..<colon]) }
+        if host == "localhost" || settings.hosts.contains(host) { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in
+            (1...3).contains(part.utf8.count) && part.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } && (Int(part) ?? 256) < 256
+        }
+    }
+
+    /// An origin listed in `allowedOrigins`, or the page's own (`Origin` naming the `Host` the
+    /// request went to: a page served through the same proxy).
+    func isAllowed(origin: String, host: String?) -> Bool {
+        let lowered = origin.lowercased()
+        if settings.allowedOrigins.contains(lowered) { return true }
+        guard let host = host?.lowercased(), !host.isEmpty else { return false }
+        return lowered == "http://" + host || lowered == "https://" + host
+    }
+
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let media = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return media == "application/json"
+    }
+
+    // MARK: What the role covers
+
+    /// The role a parsed call needs, and for thumbnails the signature rule of the listener.
+    package func authorize(_ call: APIRequest, principal: Principal, caller: HTTPCaller) -> AccessRefusal? {
+        let has = principal.role
+        func need(_ role: Role, _ what: String) -> AccessRefusal? { has >= role ? nil : .needs(role, what, has: has) }
+        switch call {
+        case .thumbnail(let thumbnail):
+            if thumbnail.slot != nil, let refusal = need(.client, "a slot (client, slot, token)") { return refusal }
+            if thumbnail.answersWithPath, let refusal = need(.client, "a JSON answer (as=path, Accept: application/json)") { return refusal }
+            guard has == .public else { return nil }
+            return signatureRefusal(thumbnail, rule: rule(for: caller))
+        case .releaseSlot: return need(.client, "releasing a slot")
+        case .prefetch, .cancelPrefetch: return need(.client, "prefetch")
+        case .focus(let focus): return focus.action == .get ? need(.client, "reading a focus point") : need(.operator, "changing a focus point")
+        case .metrics: return need(.operator, "/metrics")
+        case .cacheStatistics: return need(.operator, "cache statistics")
+        case .purgeCache: return need(.operator, "a cache purge")
+        case .placeholders, .kinds, .health, .ready, .openAPI: return nil
+        }
+    }
+
+    func rule(for caller: HTTPCaller) -> AccessSettings.SignatureRule {
+        switch caller.transport {
+        case .unixSocket: settings.effectiveSocketSignatures
+        case .tcp: settings.effectiveTCPSignatures
+        case .inProcess: .off
+        }
+    }
+
+    /// A `public` caller's thumbnail: a valid signature where the listener asks for one (and
+    /// wherever one is given, unless signatures are off); an inline spec only when signed.
+    func signatureRefusal(_ call: ThumbnailCall, rule: AccessSettings.SignatureRule) -> AccessRefusal? {
+        let given = call.signature != nil || call.signatureKey != nil
+        if rule == .off || (rule == .optional && !given) {
+            return call.isInlineSpec ? .needs(.client, "an inline spec (unsigned)", has: .public) : nil
+        }
+        switch URLSignature.verify(call.signed, keyID: call.signatureKey, signature: call.signature, keys: keys, now: clock()) {
+        case .success: return nil
+        case .failure(let refusal): return AccessRefusal(status: 403, code: refusal.code, message: refusal.message, reason: "signature")
+        }
+    }
+}
