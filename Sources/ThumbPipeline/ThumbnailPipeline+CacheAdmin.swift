@@ -11,15 +11,15 @@ extension ThumbnailPipeline {
 
     /// The thumbnails, placeholder and failure record of the asset at `assetPath` (as the index
     /// keys it: the path under the asset folder), on disk and in memory.
-    public func purgeCache(asset assetPath: String) -> CachePurge {
-        let purge = disk.removeThumbnails(ofAssets: [assetPath])
+    public func purgeCache(asset assetPath: String, keepingFailures: Bool = false) -> CachePurge {
+        let purge = disk.removeThumbnails(ofAssets: [assetPath], keepingFailures: keepingFailures)
         memory.removeThumbnails(ofAsset: assetPath)
         return purge
     }
 
     /// The same for every asset under `folder`.
-    public func purgeCache(under folder: String) -> CachePurge {
-        let purge = disk.purge(under: folder)
+    public func purgeCache(under folder: String, keepingFailures: Bool = false) -> CachePurge {
+        let purge = disk.purge(under: folder, keepingFailures: keepingFailures)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
     }

@@ -538,9 +538,10 @@ paths:
       summary: Remove one asset's thumbnails, those of every asset under a folder, or a kind's.
       description: |
         Exactly one of `asset`, `prefix` and `kind` (two or none is 400 `badQuery`; so is any
-        other parameter). The asset's (or the folder's assets') thumbnails go from disk and
-        memory, with their placeholders and remembered failures; they are rendered again when
-        asked. Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes
+        other parameter but `failures`). The asset's (or the folder's assets') thumbnails go from
+        disk and memory, with their placeholders; they are rendered again when asked. Remembered
+        failures stay unless `failures=true` (a file that crashes workers is not tried again by
+        every request after a purge). Needs the `operator` role. Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes
         after percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the
         whole asset folder. `kind` is a kind name of the config or an inline spec, resolved as
         for `/v1/thumbnails` (anything else is 400 `badKind`); every thumbnail of it goes, at
@@ -566,6 +567,12 @@ paths:
             type: string
             minLength: 1
             maxLength: 256
+        - name: failures
+          in: query
+          description: "`true`: the assets' remembered failures go too (with `asset` or `prefix`)."
+          schema:
+            type: string
+            enum: ["true", "false"]
       responses:
         "200":
           description: What was removed.

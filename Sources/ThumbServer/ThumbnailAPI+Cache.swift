@@ -15,13 +15,28 @@ public struct CachePurgeCall: Sendable, Equatable {
     }
 
     public var selection: Selection
+    /// `failures=true`: the assets' remembered failures go too. By default they stay, so that a
+    /// file that crashes workers is not tried again by every request after a purge.
+    public var removesFailures = false
 
-    static let shape = "give exactly one of asset=PATH, prefix=FOLDER or kind=KIND"
+    static let shape = "give exactly one of asset=PATH, prefix=FOLDER or kind=KIND (and optionally failures=true)"
 
     public static func parse(query: [String: String], catalog: SlotCatalog) throws(APIError) -> CachePurgeCall {
-        if let unknown = query.keys.sorted().first(where: { !["asset", "prefix", "kind"].contains($0) }) {
+        if let unknown = query.keys.sorted().first(where: { !["asset", "prefix", "kind", "failures"].contains($0) }) {
             throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (\(shape))")
         }
+        var query = query
+        var removesFailures = false
+        if let text = query.removeValue(forKey: "failures") {
+            guard text == "true" || text == "false" else { throw .badQuery("failures must be true or false") }
+            removesFailures = text == "true"
+        }
+        var call = try parseSelection(query: query, catalog: catalog)
+        call.removesFailures = removesFailures
+        return call
+    }
+
+    private static func parseSelection(query: [String: String], catalog: SlotCatalog) throws(APIError) -> CachePurgeCall {
         guard query.count == 1 else { throw .badQuery(shape) }
         if let asset = query["asset"] { return CachePurgeCall(selection: .asset(try path(asset, field: "asset"))) }
         if let prefix = query["prefix"] {
@@ -62,8 +77,8 @@ extension ThumbnailAPI {
     /// `DELETE /v1/cache`: what was removed.
     func purgeCache(_ call: CachePurgeCall) -> HTTPResponse {
         let (purge, selection): (CachePurge, [String: String]) = switch call.selection {
-        case .asset(let path): (pipeline.purgeCache(asset: path), ["asset": path])
-        case .folder(let folder): (pipeline.purgeCache(under: folder), ["prefix": folder])
+        case .asset(let path): (pipeline.purgeCache(asset: path, keepingFailures: !call.removesFailures), ["asset": path])
+        case .folder(let folder): (pipeline.purgeCache(under: folder, keepingFailures: !call.removesFailures), ["prefix": folder])
         case .kind(let kind, let scale, let name): (pipeline.purgeCache(kind: kind, scale: scale), ["kind": name])
         }
         return .json(200, ["removed": ["entries": purge.entries, "bytes": purge.bytes], "selection": selection])

@@ -102,4 +102,24 @@ struct ServeCacheAdminTests {
         let object = try JSONSerialization.jsonObject(with: Data(output.utf8))
         return try #require(object as? [String: Int], "thumbd cache \(arguments) printed \(output)")
     }
+
+    @Test("issue 23, finding 3: a purge keeps the assets' remembered failures unless failures=true")
+    func purgeKeepsFailuresUnlessAsked() throws {
+        let daemon = try ServeDaemon(assets: ["bad/x.jpg": ServePaths.samples + "/LICENSES.md"])
+        try daemon.start()
+        defer { _ = daemon.stop() }
+        func failures() throws -> Int {
+            let stats = try daemon.request("/v1/cache/stats")
+            return try #require((stats.json["disk"] as? [String: Any])?["failures"] as? Int, "\(stats.summary)")
+        }
+        #expect(try daemon.request("/v1/thumbnails/large/bad/x.jpg").status == 415)
+        try servePoll(timeout: 10, "the failure remembered") { try failures() == 1 }
+        // On b259acf every purge removed it: a file that crashes workers then crashed a fresh one per request.
+        #expect(try daemon.request("/v1/cache?asset=bad/x.jpg", method: "DELETE").status == 200)
+        #expect(try daemon.request("/v1/cache?prefix=bad", method: "DELETE").status == 200)
+        #expect(try failures() == 1, "a purge keeps negative entries")
+        #expect(try daemon.request("/v1/cache?prefix=bad&failures=maybe", method: "DELETE").status == 400)
+        #expect(try daemon.request("/v1/cache?prefix=bad&failures=true", method: "DELETE").status == 200)
+        #expect(try failures() == 0, "failures=true removes them")
+    }
 }

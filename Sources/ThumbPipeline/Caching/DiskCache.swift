@@ -257,7 +257,9 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
 
     /// The thumbnails and failure records of these assets, in one transaction; what went.
     @discardableResult
-    public func removeThumbnails(ofAssets assetPaths: [String]) -> CachePurge {
+    /// `keepingFailures`: the assets' remembered failures stay (an operator's purge, unless it
+    /// asks: a purge must not let a worker-crashing file crash a fresh worker on every request).
+    public func removeThumbnails(ofAssets assetPaths: [String], keepingFailures: Bool = false) -> CachePurge {
         state.withLock { (state: inout State) -> CachePurge in
             guard let database = state.database else { return CachePurge() }
             var files: [(relative: String, size: Int)] = []
@@ -266,7 +268,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                     for assetPath in assetPaths {
                         try database.query("SELECT file_path, bytes FROM entries WHERE asset_path = ?", [.text(assetPath)]) { files.append(($0.text(0), $0.int(1))) }
                         try database.execute("DELETE FROM entries WHERE asset_path = ?", [.text(assetPath)])
-                        try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)])
+                        if !keepingFailures { try database.execute("DELETE FROM failures WHERE asset_path = ?", [.text(assetPath)]) }
                         try database.execute("DELETE FROM placeholders WHERE asset_path = ?", [.text(assetPath)])
                     }
                 }
@@ -353,7 +355,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     }
 
     /// `removeThumbnails(under:)`, saying what went.
-    public func purge(under folder: String) -> CachePurge {
+    public func purge(under folder: String, keepingFailures: Bool = false) -> CachePurge {
         let (condition, bounds) = Self.rangeCondition(under: folder)
         return state.withLock { (state: inout State) -> CachePurge in
             guard let database = state.database else { return CachePurge() }
@@ -365,9 +367,11 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                         paths.insert($0.text(0))
                         files.append(($0.text(1), $0.int(2)))
                     }
-                    try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                    if !keepingFailures {
+                        try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                    }
                     try database.execute("DELETE FROM entries WHERE \(condition)", bounds)
-                    try database.execute("DELETE FROM failures WHERE \(condition)", bounds)
+                    if !keepingFailures { try database.execute("DELETE FROM failures WHERE \(condition)", bounds) }
                     try database.execute("DELETE FROM placeholders WHERE \(condition)", bounds)
                 }
             } catch {
