@@ -115,10 +115,14 @@ for f in "$corpus"/large-photos/*.jpg "$corpus"/exif-samples/*.jpg; do
 done
 chmod 755 "$tmp"
 
+# Hits over TCP are signed URLs with the checks on (the issue 23 deployment: public callers,
+# signatures required); the socket (root: operator) warms and feeds the cold renders.
+signing_secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 write_config() { # httpThreads
     cat >"$tmp/thumbd.json" <<EOF
 {"kinds": {"large": {"width": 256, "height": 256, "mode": "fit"}},
- "server": {"httpThreads": $1, "maxConnections": 1024}}
+ "server": {"httpThreads": $1, "maxConnections": 1024},
+ "access": {"signingKeys": [{"id": "bench", "secret": "$signing_secret"}], "signatures": {"tcp": "required", "socket": "off"}}}
 EOF
 }
 start_thumbd() { # workers httpThreads
@@ -189,24 +193,25 @@ start_thumbd 2 "$http_threads"
 warmed=0
 while IFS= read -r asset && ((warmed < 20)); do
     enc=$(urlenc "$asset")
-    code=$(curl -s --max-time 35 -o "$tmp/body" -w '%{http_code}' "$base/v1/thumbnails/large/$enc?wait=30000")
+    code=$(curl -s --max-time 35 --unix-socket "$sock" -o "$tmp/body" -w '%{http_code}' "http://x/v1/thumbnails/large/$enc?wait=30000")
     [[ $code == 200 ]] || continue
-    path=$(curl -s --max-time 5 "$base/v1/thumbnails/large/$enc?as=path" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
-    printf '%s\t%s\t%s\n' "$enc" "${path#"$tmp/cache/"}" "$(stat -c %s "$tmp/body")" >>"$tmp/warm.tsv"
+    path=$(curl -s --max-time 5 --unix-socket "$sock" "http://x/v1/thumbnails/large/$enc?as=path" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
+    signed=$(python3 "$here/docs/signers/sign.py" bench "$signing_secret" large "$asset")
+    printf '%s\t%s\t%s\t%s\n' "$enc" "${path#"$tmp/cache/"}" "$(stat -c %s "$tmp/body")" "$signed" >>"$tmp/warm.tsv"
     warmed=$((warmed + 1))
 done < <(cd "$tmp/assets" && { ls "$corpus/large-photos" | grep '\.jpg$'; ls | sort; } | awk '!seen[$0]++')
 ((warmed > 0)) || { say "no thumbnail rendered"; thumbd_errors >&2; exit 70; }
 say "warmed $warmed thumbnails"
 
 # The hot URL: the largest thumbnail of 10-20 KB (else the largest one).
-read -r hot_asset hot_file hot_bytes < <(python3 - "$tmp/warm.tsv" <<'EOF'
+read -r hot_asset hot_file hot_bytes hot_url < <(python3 - "$tmp/warm.tsv" <<'EOF'
 import sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
 mid = [r for r in rows if 10000 <= int(r[2]) <= 20000]
 print(*max(mid or rows, key=lambda r: int(r[2])))
 EOF
 )
-cut -f1 "$tmp/warm.tsv" | sed 's|^|/v1/thumbnails/large/|' >"$tmp/thumbd-paths.txt"
+cut -f4 "$tmp/warm.tsv" >"$tmp/thumbd-paths.txt"
 cut -f2 "$tmp/warm.tsv" | sed 's|^|/|' >"$tmp/nginx-paths.txt"
 if ((rotate)); then
     for n in thumbd thumbd-idle thumbd-busy thumbd-h1 thumbd-h2 thumbd-h4; do write_rotation "$n" "$base" "$tmp/thumbd-paths.txt"; done
@@ -244,16 +249,16 @@ nginx_pid=$!
 for _ in $(seq 50); do curl -s -o /dev/null --max-time 1 "$nbase/" && break; sleep 0.1; done
 
 # Same bytes from both?
-curl -s --max-time 5 -o "$tmp/body-thumbd" "$base/v1/thumbnails/large/$hot_asset"
+curl -s --max-time 5 -o "$tmp/body-thumbd" "$base$hot_url"
 curl -s --max-time 5 -o "$tmp/body-nginx" "$nbase/$hot_file"
 if cmp -s "$tmp/body-thumbd" "$tmp/body-nginx"; then same="identical ($hot_bytes bytes)"; else same="DIFFERENT"; fi
 # Does thumbd keep connections alive?
-conn_header=$(curl -s --max-time 5 -D - -o /dev/null "$base/v1/thumbnails/large/$hot_asset" | tr -d '\r' | awk -F': ' 'tolower($1)=="connection" {print $2}')
-reused=$(curl -sv --max-time 5 -o /dev/null -o /dev/null "$base/v1/thumbnails/large/$hot_asset" "$base/v1/thumbnails/large/$hot_asset" 2>&1 | grep -c 'Re-using existing connection' || true)
+conn_header=$(curl -s --max-time 5 -D - -o /dev/null "$base$hot_url" | tr -d '\r' | awk -F': ' 'tolower($1)=="connection" {print $2}')
+reused=$(curl -sv --max-time 5 -o /dev/null -o /dev/null "$base$hot_url" "$base$hot_url" 2>&1 | grep -c 'Re-using existing connection' || true)
 nreused=$(curl -sv --max-time 5 -o /dev/null -o /dev/null "$nbase/$hot_file" "$nbase/$hot_file" 2>&1 | grep -c 'Re-using existing connection' || true)
 
 say "wrk: thumbd hits (${duration}s)"
-r_thumbd=$(run_wrk thumbd "$duration" "$base/v1/thumbnails/large/$hot_asset")
+r_thumbd=$(run_wrk thumbd "$duration" "$base$hot_url")
 say "wrk: thumbd /healthz, the HTTP layer alone ($((duration / 2))s)"
 rotate_saved=$rotate rotate=0
 r_health=$(run_wrk thumbd-healthz $((duration / 2)) "$base/healthz")
@@ -269,9 +274,9 @@ if ((sweep)); then
     for h in 1 2 4; do
         stop_thumbd
         start_thumbd 2 "$h"
-        curl -s --max-time 35 -o /dev/null "$base/v1/thumbnails/large/$hot_asset?wait=30000"
+        curl -s --max-time 35 -o /dev/null "$base$hot_url&wait=30000"
         say "wrk: thumbd httpThreads=$h (4s)"
-        sweep_rows+=("$h $(run_wrk "thumbd-h$h" 4 "$base/v1/thumbnails/large/$hot_asset")")
+        sweep_rows+=("$h $(run_wrk "thumbd-h$h" 4 "$base$hot_url")")
     done
 fi
 
@@ -282,9 +287,9 @@ render_p50="?" busy_samples="not run" cold_codes=""
 if ((busy)); then
     stop_thumbd
     start_thumbd 1 "$http_threads"
-    for p in $(cat "$tmp/thumbd-paths.txt"); do curl -s --max-time 35 -o /dev/null "$base$p?wait=30000"; done # memory cache warm again
+    for p in $(cat "$tmp/thumbd-paths.txt"); do curl -s --max-time 35 -o /dev/null "$base$p&wait=30000"; done # memory cache warm again
     say "wrk: thumbd hits, 1 worker, idle (8s)"
-    r_idle=$(run_wrk thumbd-idle 8 "$base/v1/thumbnails/large/$hot_asset")
+    r_idle=$(run_wrk thumbd-idle 8 "$base$hot_url")
     say "wrk: nginx, control, idle (5s)"
     r_nidle=$(run_wrk nginx-idle 5 "$nbase/$hot_file")
 
@@ -324,7 +329,7 @@ if ((busy)); then
     cpu_before=$(metric thumbd_render_cpu_seconds_total)
     busy_t0=$(date +%s.%N)
     say "wrk: thumbd hits, 1 worker, busy with cold renders (8s)"
-    r_busy=$(run_wrk thumbd-busy 8 "$base/v1/thumbnails/large/$hot_asset")
+    r_busy=$(run_wrk thumbd-busy 8 "$base$hot_url")
     busy_t1=$(date +%s.%N)
     renders_after=$(metric thumbd_render_seconds_count)
     cpu_after=$(metric thumbd_render_cpu_seconds_total)
@@ -335,11 +340,12 @@ if ((busy)); then
     busy_samples=$(awk '{n++; if ($1 > 0) r++; q += $2} END{if (n) printf "%d of %d samples with a render running, mean queue %.1f", r, n, q/n; else print "none"}' "$tmp/logs/busy-samples.txt" 2>/dev/null || echo "no samples")
     render_sum=$(metric thumbd_render_seconds_sum)
     render_count=$(metric thumbd_render_seconds_count)
+    # At the left margin: python3 -c refuses indented code (the busy phase failed on it).
     render_p50=$(curl -s --max-time 5 --unix-socket "$sock" http://x/metrics | python3 -c '
-    import re, sys
-    b = [(float("inf") if m.group(1) == "+Inf" else float(m.group(1)), int(m.group(2))) for m in re.finditer(r"thumbd_render_seconds_bucket\{le=\"([^\"]+)\"\} (\d+)", sys.stdin.read())]
-    n = b[-1][1] if b else 0
-    print(next(("<= %g s" % le for le, c in b if c >= n / 2), "?") if n else "?")')
+import re, sys
+b = [(float("inf") if m.group(1) == "+Inf" else float(m.group(1)), int(m.group(2))) for m in re.finditer(r"thumbd_render_seconds_bucket\{le=\"([^\"]+)\"\} (\d+)", sys.stdin.read())]
+n = b[-1][1] if b else 0
+print(next(("<= %g s" % le for le, c in b if c >= n / 2), "?") if n else "?")')
 fi
 
 # ---------------------------------------------------------------- report
