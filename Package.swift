@@ -63,7 +63,7 @@ let package = Package(
         // the production thumbd never passes one.
         .executableTarget(name: "thumbd-test-worker", dependencies: ["CThumbSystem", "CThumbWorker", "ThumbSystem", "ThumbImaging", "ThumbWorker"], path: "Tests/TestWorker"),
         // What each fuzz target feeds its door (scripts/fuzz); the regression tests replay crashes through it.
-        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch", "ThumbWorker"],
+        .target(name: "FuzzDoors", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch", "ThumbWorker", "ThumbAccess"],
                 path: "Fuzz/Doors"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzDoors"]),
     ],

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbAccess
 import ThumbPipeline
 import ThumbServer
 
@@ -15,6 +16,19 @@ enum FuzzServer {
         return folder
     }()
 
+    /// The access model the doors meet: a signing key `k1` (secret 32 bytes of 0x11), signatures
+    /// required on TCP, a bearer token `fuzz-token` of an operator, an allowed origin.
+    static let access: AccessControl = {
+        var settings = AccessSettings()
+        settings.signingKeys = [.init(id: "k1", secret: .bytes([UInt8](repeating: 0x11, count: 32)))]
+        settings.tcpSignatures = .required
+        settings.tokens = [.init(name: "fuzz", role: .operator, sha256: .bytes(Digest.sha256(Array("fuzz-token".utf8))))]
+        settings.allowedOrigins = ["https://app.example"]
+        settings.users = ["nobody": .public]
+        // Nothing to read: the settings have no files.
+        return try! AccessControl(settings: settings, environment: [:], clock: { 1_800_000_000 })
+    }()
+
     /// Runs `body` with a fresh pipeline (empty slot table and queue), shut down afterwards.
     static func withAPI(_ body: (ThumbnailAPI) -> Void) {
         var configuration = PipelineConfiguration(assetRoot: folder + "/assets", cacheDirectory: folder + "/cache")
@@ -26,7 +40,7 @@ enum FuzzServer {
         } catch {
             fatalError("cannot open the fuzz pipeline in \(folder): \(error)")
         }
-        body(ThumbnailAPI(pipeline: pipeline, catalog: FuzzCatalog.catalog, maxWaitMilliseconds: 0))
+        body(ThumbnailAPI(pipeline: pipeline, catalog: FuzzCatalog.catalog, maxWaitMilliseconds: 0, access: access, fairShare: nil))
         pipeline.shutdown()
     }
 }

@@ -97,7 +97,21 @@ enum HTTPDoors {
             let value = line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })
             headers[cString(line[..<colon]).lowercased()] = cString(value)
         }
-        return HTTPRequest(method: cString(method), path: cString(path), query: query, headers: headers)
+        // Who asks (not a header: the transport's fact): `x-fuzz-caller: tcp`, `unix UID GID`, or
+        // none (in the process). TCP and socket callers go through the access model's doors
+        // (Host, Origin, bearer token, roles, URL signatures).
+        let caller = headers.removeValue(forKey: "x-fuzz-caller").map(Self.caller) ?? .inProcess
+        var request = HTTPRequest(method: cString(method), path: cString(path), query: query, headers: headers)
+        request.caller = caller
+        return request
+    }
+
+    static func caller(_ text: String) -> HTTPCaller {
+        let words = text.split(separator: " ")
+        guard words.first == "unix" else { return HTTPCaller(transport: .tcp) }
+        let ids = words.dropFirst().map { UInt32($0) ?? 0 }
+        return HTTPCaller(transport: .unixSocket, peer: PeerCredentials(uid: ids.first ?? 0, gid: ids.dropFirst().first ?? 0,
+                                                                       groups: Array(ids.dropFirst(2).prefix(16))))
     }
 
     /// libmicrohttpd hands the API C strings, escapes left as they came (the API decodes them
