@@ -55,7 +55,7 @@ public struct PipelineConfiguration: Sendable {
     public var reconcileGate: ReconcileGate?
     /// Asked before a request of an owned caller (`PipelineRequest.owner`) starts a render: the
     /// fair shares between callers (nil: every render is admitted).
-    public var renderAdmission: (any RenderAdmission)?
+    package var renderAdmission: (any RenderAdmission)?
 
     public init(assetRoot: String, cacheDirectory: String) {
         self.assetRoot = assetRoot

@@ -11,7 +11,7 @@ public struct PipelineMetrics: Sendable, Equatable {
     public var cancelled = 0
     public var overloaded = 0
     /// Misses refused because their caller's share of renders was used up (`RenderAdmission`).
-    public var refusedByShare = 0
+    package var refusedByShare = 0
     public var failures = 0
     /// `failures` by the failure's code (`FailureDisposition.code`: undecodable, tooLarge, …).
     public var failuresByCode: [String: Int] = [:]

@@ -28,7 +28,7 @@ public struct SlotID: Hashable, Sendable, CustomStringConvertible {
 /// Decides whether a caller may start another render now. Asked under the pipeline's lock, for
 /// a miss that starts a job (not one that joins a running or queued job), so an implementation
 /// takes only its own short lock and never calls back into the pipeline.
-public protocol RenderAdmission: Sendable {
+package protocol RenderAdmission: Sendable {
     /// nil admits the render (and charges it to `owner`); a failure refuses it.
     func admitRender(owner: String) -> ThumbFailure?
 }
@@ -56,7 +56,7 @@ public struct PipelineRequest: Sendable {
     public var wantsPlaceholder = false
     /// The caller, for its share of renders (`RenderAdmission`); nil: not rationed (pre-renders,
     /// batch jobs, callers inside the process).
-    public var owner: String?
+    package var owner: String?
 
     public init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
                 slot: SlotID? = nil, token: UInt64? = nil, format: EncoderSettings.Format? = nil) {

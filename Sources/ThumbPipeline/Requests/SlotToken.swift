@@ -7,7 +7,7 @@ public enum SlotToken {
     public static let range: ClosedRange<UInt64> = 0...maximum
     /// How far one claim may move a slot's token forward: a caller that names a huge token
     /// would otherwise make every later request of the slot's real user late (409) for good.
-    public static let maximumStep: UInt64 = 1 << 16
+    package static let maximumStep: UInt64 = 1 << 16
 
     /// The token after `current`, never past `maximum` (nor past `current` if a caller in code
     /// already went beyond it). A slot stuck at the maximum still works: the newer request takes

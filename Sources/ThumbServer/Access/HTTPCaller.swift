@@ -1,6 +1,6 @@
 /// Who sent a request, as far as the transport can tell: the listener's kind and, on a Unix
 /// socket, the peer's credentials as the kernel gave them when the connection was accepted.
-public struct HTTPCaller: Sendable, Equatable {
+package struct HTTPCaller: Sendable, Equatable {
     package enum Transport: Sendable, Equatable {
         case unixSocket, tcp
         /// A request made in this process (tests, tools): no peer to ask.
