@@ -121,14 +121,15 @@ struct ServeSlowClientTests {
 
     /// Probes /healthz on a fresh connection every half second while `flood` runs (and samples
     /// the open connections when `sampled`); returns the answers.
-    static func probeHealth(_ endpoint: ServeEndpoint, during flood: ServeSlowClientFlood, sampled: Bool = false,
+    /// `metricsFrom`: where /metrics is sampled (an operator's endpoint: the Unix socket).
+    static func probeHealth(_ endpoint: ServeEndpoint, during flood: ServeSlowClientFlood, metricsFrom: ServeEndpoint? = nil,
                             connectionsSeen: inout [Double]) -> [ServeRawAnswer] {
         var answers: [ServeRawAnswer] = []
         let end = Date().addingTimeInterval(flood.durationSeconds - 1)
         while Date() < end {
             answers.append(get(endpoint, "/healthz", within: healthBoundSeconds))
-            if sampled {
-                let sample = get(endpoint, "/metrics", within: healthBoundSeconds)
+            if let metricsFrom {
+                let sample = get(metricsFrom, "/metrics", within: healthBoundSeconds)
                 if sample.status == 200 {
                     connectionsSeen.append(ServeMetrics(String(decoding: sample.body, as: UTF8.self))["thumbd_http_connections"])
                 }
@@ -179,7 +180,9 @@ struct ServeSlowClientTests {
         flood.start()
         usleep(1_000_000)
         var connectionsSeen: [Double] = []
-        let answers = Self.probeHealth(neighbour, during: flood, sampled: true, connectionsSeen: &connectionsSeen)
+        // /metrics is the operator's: sampled over the Unix socket, which the flood does not touch.
+        let operatorSocket = ServeEndpoint.unix(daemon.socket)
+        let answers = Self.probeHealth(neighbour, during: flood, metricsFrom: operatorSocket, connectionsSeen: &connectionsSeen)
         let report = flood.finish()
 
         #expect(answers.count >= 4, "too few probes: \(answers)")
@@ -193,7 +196,7 @@ struct ServeSlowClientTests {
         #expect(report.closedAtOnce > 0, "nothing over the cap was refused: \(report)")
         // One peer at ¾ of its cap is crowded: its tricklers are cut at the short deadline, not
         // after the relaxed one (the listener's own limit, 1,024, is never near).
-        let cuts = try Self.slowClientsCut(neighbour)
+        let cuts = try Self.slowClientsCut(operatorSocket)
         #expect(cuts.crowded >= 256, "the held connections were not cut at the crowded deadline: \(cuts) (\(report))")
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }

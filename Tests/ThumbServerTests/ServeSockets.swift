@@ -19,6 +19,15 @@ enum ServeEndpoint: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The Host a well-behaved client sends: the TCP listener answers only to its own name (421
+    /// otherwise, so a rebound web page cannot drive it); the Unix socket takes any.
+    var host: String {
+        switch self {
+        case .unix: "thumbd"
+        case .tcp(let port, _): "127.0.0.1:\(port)"
+        }
+    }
+
     /// A non-blocking stream socket whose connect has begun (`inProgress`: TCP, not yet
     /// established), or nil when it was refused (a Unix socket with a full backlog says EAGAIN).
     func connect() -> (descriptor: Int32, inProgress: Bool)? {
@@ -180,6 +189,6 @@ enum ServeRaw {
 
     /// GET `path` with `Connection: close`.
     static func get(_ endpoint: ServeEndpoint, _ path: String, timeout: Double) -> ServeRawAnswer {
-        exchange(endpoint, "GET \(path) HTTP/1.1\r\nHost: thumbd\r\nConnection: close\r\n\r\n", timeout: timeout)
+        exchange(endpoint, "GET \(path) HTTP/1.1\r\nHost: \(endpoint.host)\r\nConnection: close\r\n\r\n", timeout: timeout)
     }
 }
