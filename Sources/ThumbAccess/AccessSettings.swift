@@ -49,6 +49,9 @@ package struct AccessSettings: Sendable, Equatable {
         package var maxQueuedRenders = 64
         package var rendersPerSecond: Double = 100
         package var burstRenders = 400
+        /// Renderers one principal may hold at once; nil: all but one (at least one), so that
+        /// one principal's flood always leaves a renderer free for the others.
+        package var maxRunningRenders: Int?
 
         package init() {}
     }

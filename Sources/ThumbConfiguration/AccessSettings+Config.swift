@@ -80,12 +80,13 @@ extension ThumbConfig {
             settings.allowedOrigins.append(origin.lowercased())
         }
         if let share = try access.fields("fairShare") {
-            try share.allowOnly(["maxQueuedRenders", "rendersPerSecond", "burstRenders"])
+            try share.allowOnly(["maxQueuedRenders", "rendersPerSecond", "burstRenders", "maxRunningRenders"])
             if let value = try share.integer("maxQueuedRenders", in: 1...1_000_000) { settings.fairShare.maxQueuedRenders = value }
             if let value = try share.number("rendersPerSecond", in: 0.01...1_000_000, unit: "renders per second") {
                 settings.fairShare.rendersPerSecond = value
             }
             if let value = try share.integer("burstRenders", in: 1...1_000_000) { settings.fairShare.burstRenders = value }
+            if let value = try share.integer("maxRunningRenders", in: 1...1024) { settings.fairShare.maxRunningRenders = value }
         }
         return settings
     }

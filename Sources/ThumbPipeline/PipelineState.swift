@@ -14,7 +14,8 @@ struct PipelineState {
     init(configuration: PipelineConfiguration) {
         slots = SlotTable(bounds: .init(maxSlots: configuration.maxSlots, maxTableBytes: configuration.maxSlotTableBytes,
                                         idleSeconds: configuration.slotIdleSeconds))
-        jobs = JobTable(maxQueuedJobs: configuration.maxQueuedJobs, cancelsAbandonedWork: configuration.cancelsAbandonedWork)
+        jobs = JobTable(maxQueuedJobs: configuration.maxQueuedJobs, cancelsAbandonedWork: configuration.cancelsAbandonedWork,
+                        maxRunningPerOwner: configuration.renderAdmission?.maxRunningRenders(workers: configuration.workers) ?? .max)
     }
 
     /// Adds the answer for a request to `answers`: bytes for a request that holds a slot claim go

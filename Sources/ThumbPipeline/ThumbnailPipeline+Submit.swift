@@ -85,7 +85,8 @@ extension ThumbnailPipeline {
                     return token
                 }
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
-                                    priority: request.priority, completion: completion, wantsPlaceholder: request.wantsPlaceholder)
+                                    priority: request.priority, completion: completion, wantsPlaceholder: request.wantsPlaceholder,
+                                    owner: request.owner)
                 if !attach(waiter, key: key, resolved: resolved, kind: request.kind, scale: request.scale,
                            encoder: configuration.encoder(for: request.kind, format: request.format),
                            parks: previousLive != nil, in: &state) {

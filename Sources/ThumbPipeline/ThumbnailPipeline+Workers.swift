@@ -59,9 +59,13 @@ extension ThumbnailPipeline {
         let (outcomes, workerCPUSeconds) = if let supervisor { renderInWorker(jobs, supervisor) } else { (render(jobs), 0.0) }
         let cpuSeconds = (Self.threadCPUSeconds() - cpuStart + workerCPUSeconds) / Double(jobs.count)
         let wallSeconds = (ContinuousClock.now - wallStart) / .seconds(1)
-        let clients = locked { state, answers in
-            state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers)
+        let (clients, wakesWorker) = locked { state, answers in
+            (state.finish(jobs, outcomes: outcomes, cpuSecondsEach: cpuSeconds, wallSeconds: wallSeconds, into: &answers),
+             state.jobs.hasHeldBackJobs)
         }
+        // A job held back by its callers' share may start now that this one is done; the wake-up
+        // that queued it may have been spent on a worker that found nothing it could start.
+        if wakesWorker { workAvailable.signal() }
         if configuration.logsRenders { logRenders(jobs, outcomes: outcomes, clients: clients, wallSeconds: wallSeconds) }
         // The queue has room again: the backlog may send more.
         kickBacklog()

@@ -30,14 +30,20 @@ extension ThumbnailAPI {
             if let refusal = fairShare.enter(owner) {
                 let limited = AccessRefusal(status: 429, code: refusal.disposition.code, message: refusal.description, reason: "share",
                                             headers: [("Retry-After", String(refusal.disposition.retryAfterSeconds ?? 1))])
-                return refuse(limited, route: "thumbnails", principal: owner, respond: respond)
+                let pause = Self.sharePauseMilliseconds(retryAfterSeconds: refusal.disposition.retryAfterSeconds)
+                return refuse(limited, route: "thumbnails", principal: owner) { once.respond($0, afterMilliseconds: pause) }
             }
             leave = { fairShare.leave(owner) }
         }
         pipeline.submit(call.pipelineRequest) { [leave] response in
             leave()
-            once.respond(Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
-                                           storedPath: storedPath, placeholder: placeholder))
+            let answer = Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
+                                           storedPath: storedPath, placeholder: placeholder)
+            if case .failure(.fairShare(let seconds, _)) = response.result {
+                once.respond(answer, afterMilliseconds: Self.sharePauseMilliseconds(retryAfterSeconds: seconds))
+            } else {
+                once.respond(answer)
+            }
         }
         // The render goes on (and is cached) even when the wait runs out.
         guard !once.isDone else { return }
@@ -51,6 +57,14 @@ extension ThumbnailAPI {
         } else {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waited)) { if !once.isDone { once.respond(timeout()) } }
         }
+    }
+
+    /// A 429 over the caller's share is sent after a pause of its Retry-After, at most a second:
+    /// a client that ignores Retry-After is paced by the daemon instead of spinning on refusals,
+    /// which would take the CPU that the other callers' renders need. The pause holds only a
+    /// suspended connection (each peer's connections are capped), no thread.
+    static func sharePauseMilliseconds(retryAfterSeconds: Int?) -> Int {
+        min(1000, max(0, retryAfterSeconds ?? 1) * 1000)
     }
 
     /// `storedPath`: the cache file of a thumbnail if it is on disk now (nil: the cache could not
@@ -147,5 +161,13 @@ final class OnceResponder: Sendable {
     func respond(_ response: HTTPResponse) {
         guard done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         respondOnce(response)
+    }
+
+    /// Takes the answer now (no later one replaces it: not the wait's 504) and sends it after a pause.
+    func respond(_ response: HTTPResponse, afterMilliseconds pause: Int) {
+        guard pause > 0 else { return respond(response) }
+        guard done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        let send = respondOnce
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(pause)) { send(response) }
     }
 }

@@ -60,6 +60,7 @@ struct CLIErrorTests {
         (#"{"kinds": {"avatar": {"width": -48, "height": 48}}}"#, "kinds.avatar.width"),
         (#"{"kinds": {"avatar": {"width": 48, "height": 48, "colour": "red"}}}"#, "kinds.avatar.colour"),
         (#"{"kinds": {"avatar": {"width": 48, "height": 48}}, "limits": {"maxPixelz": 5}}"#, "limits.maxPixelz"),
+        (#"{"kinds": {}, "access": {"fairShare": {"maxRunningRenders": 0}}}"#, "access.fairShare.maxRunningRenders"),
     ])
     func badConfig(_ json: String, key: String) throws {
         let folder = try makeTemporaryFolder()

@@ -26,8 +26,8 @@ import ThumbImaging
     /// Attaches a fresh waiter of `priority` to the job for `asset` and `kind`.
     @discardableResult
     static func attach(_ table: JobTableProbe, _ asset: AssetVersion, _ kind: SlotKind = large, priority: Priority = .visible,
-                       parks: Bool = false) -> (JobTable.Attachment, WaiterRef) {
-        let waiter = Waiter(id: table.makeID(), slot: nil, token: nil, priority: priority, completion: { _ in })
+                       parks: Bool = false, owner: String? = nil) -> (JobTable.Attachment, WaiterRef) {
+        let waiter = Waiter(id: table.makeID(), slot: nil, token: nil, priority: priority, completion: { _ in }, owner: owner)
         let key = key(asset, kind)
         let attachment = table.attach(waiter, key: key, parks: parks, makeJob: makeJob(asset, kind))
         return (attachment, WaiterRef(digest: key.digest, waiterID: waiter.id))
@@ -196,13 +196,16 @@ import ThumbImaging
 final class JobTableProbe {
     private(set) var table: JobTable
 
-    init(maxQueuedJobs: Int, cancelsAbandonedWork: Bool = true) {
-        table = JobTable(maxQueuedJobs: maxQueuedJobs, cancelsAbandonedWork: cancelsAbandonedWork)
+    init(maxQueuedJobs: Int, cancelsAbandonedWork: Bool = true, maxRunningPerOwner: Int = .max) {
+        table = JobTable(maxQueuedJobs: maxQueuedJobs, cancelsAbandonedWork: cancelsAbandonedWork,
+                         maxRunningPerOwner: maxRunningPerOwner)
     }
 
     var records: [String: JobRecord] { table.records }
     var queuedJobs: Int { table.queuedJobs }
     var runningJobs: Int { table.runningJobs }
+    var runningByOwner: [String: Int] { table.runningByOwner }
+    var hasHeldBackJobs: Bool { table.hasHeldBackJobs }
     subscript(digest: String) -> JobRecord? { table[digest] }
     func queueLimit(for priority: Priority) -> Int { table.queueLimit(for: priority) }
 

@@ -31,6 +31,8 @@ public struct SlotID: Hashable, Sendable, CustomStringConvertible {
 package protocol RenderAdmission: Sendable {
     /// nil admits the render (and charges it to `owner`); a failure refuses it.
     func admitRender(owner: String) -> ThumbFailure?
+    /// Renderers one caller may hold at once, of the pipeline's `workers` (`JobTable.maxRunningPerOwner`).
+    func maxRunningRenders(workers: Int) -> Int
 }
 
 /// A request for one thumbnail.

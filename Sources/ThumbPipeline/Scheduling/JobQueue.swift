@@ -22,22 +22,46 @@ struct JobQueue {
         }
     }
 
-    /// The next entry for which `isLive(entry, priority)` holds, most urgent first.
-    mutating func pop(isLive: (Entry, Priority) -> Bool) -> Entry? {
-        while let entry = visible.popLast() {
-            if isLive(entry, .visible) { return entry }
+    /// The next entry for which `isLive(entry, priority)` holds and that may start, most urgent
+    /// first. `turn(entry)` is nil for an entry that may not start yet (its callers hold their
+    /// share of the renderers): it keeps its place, passed over, not dropped. Among visible
+    /// entries the lowest turn goes first (the caller served longest ago: a round over the
+    /// callers), the newest of equal turns; prefetch and batch go oldest first.
+    mutating func pop(isLive: (Entry, Priority) -> Bool, turn: (Entry) -> UInt64? = { _ in 0 }) -> Entry? {
+        var best: (index: Int, turn: UInt64)?
+        var index = visible.count
+        while index > 0 {
+            index -= 1
+            let entry = visible[index]
+            if !isLive(entry, .visible) {
+                if index == visible.count - 1 { visible.removeLast() }
+                continue
+            }
+            guard let entryTurn = turn(entry), entryTurn < (best?.turn ?? .max) else { continue }
+            best = (index, entryTurn)
+            if entryTurn == 0 { break } // none comes before it
         }
-        while prefetchHead < prefetch.count {
-            let entry = prefetch[prefetchHead]
-            prefetchHead += 1
-            if isLive(entry, .prefetch) { return entry }
-        }
-        while batchHead < batch.count {
-            let entry = batch[batchHead]
-            batchHead += 1
-            if isLive(entry, .batch) { return entry }
-        }
+        if let best { return visible.remove(at: best.index) }
+        let mayStart = { (entry: Entry) in turn(entry) != nil }
+        if let entry = Self.popOldest(&prefetch, head: &prefetchHead, { isLive($0, .prefetch) }, mayStart) { return entry }
+        if let entry = Self.popOldest(&batch, head: &batchHead, { isLive($0, .batch) }, mayStart) { return entry }
         compactAll(isLive: isLive)
+        return nil
+    }
+
+    private static func popOldest(_ entries: inout [Entry], head: inout Int, _ isLive: (Entry) -> Bool,
+                                  _ mayStart: (Entry) -> Bool) -> Entry? {
+        var index = head
+        while index < entries.count {
+            let entry = entries[index]
+            if !isLive(entry) {
+                if index == head { head += 1 }
+            } else if mayStart(entry) {
+                if index == head { head += 1 } else { entries.remove(at: index) }
+                return entry
+            }
+            index += 1
+        }
         return nil
     }
 

@@ -18,10 +18,26 @@ struct JobTable {
     let maxQueuedJobs: Int
     /// Off only to measure what cancellation saves: a job nobody waits for runs anyway.
     let cancelsAbandonedWork: Bool
+    /// Renderers (running groups) one caller (`Waiter.owner`) may hold at once. Below the number
+    /// of renderers, this keeps one free for everybody else however many renders a caller
+    /// queues: its next job waits, while another caller's starts at once.
+    let maxRunningPerOwner: Int
+    /// Running groups charged to each caller, and the callers each running group is charged to
+    /// (by the generation of the group's first job).
+    private(set) var runningByOwner: [String: Int] = [:]
+    private var chargedOwners: [UInt64: [String]] = [:]
+    /// When each caller last started a render (a count of starts): visible work goes round the
+    /// callers, the one served longest ago first. Newest-first alone would let a caller that
+    /// keeps asking push another's older request back for as long as it keeps asking.
+    private(set) var lastStartByOwner: [String: UInt64] = [:]
+    private var starts: UInt64 = 0
+    /// Callers remembered at once; a forgotten one counts as never served (first in the round).
+    static let maxRememberedOwners = 4096
 
-    init(maxQueuedJobs: Int, cancelsAbandonedWork: Bool = true) {
+    init(maxQueuedJobs: Int, cancelsAbandonedWork: Bool = true, maxRunningPerOwner: Int = .max) {
         self.maxQueuedJobs = maxQueuedJobs
         self.cancelsAbandonedWork = cancelsAbandonedWork
+        self.maxRunningPerOwner = max(1, maxRunningPerOwner)
     }
 
     /// A fresh id for a waiter or a job generation (never reused).
@@ -56,18 +72,25 @@ struct JobTable {
         return counts
     }
 
-    /// Takes the most urgent queued job for a worker, with the queued jobs for other kinds of
-    /// the same asset version riding along (one decode serves them all: a batch asking for two
-    /// kinds decodes once), at most `maxJobs` in all. Nil when nothing is queued (a stale
-    /// wake-up: the job it was for was dropped or went with another group).
+    /// Takes the most urgent queued job that may start for a worker, with the queued jobs for
+    /// other kinds of the same asset version riding along (one decode serves them all: a batch
+    /// asking for two kinds decodes once), at most `maxJobs` in all. Nil when nothing queued may
+    /// start (a stale wake-up: the job it was for was dropped or went with another group; or
+    /// every queued job's callers hold their share of the renderers).
+    ///
+    /// The group is charged to the first job's callers. A sibling rides along only when it has
+    /// no caller besides those: another caller's render would make them wait for work not theirs.
     mutating func popGroup(maxJobs: Int) -> [RenderJob]? {
-        let records = self.records
-        guard let entry = queue.pop(isLive: { Self.isLive($0, $1, in: records) }),
+        let records = self.records, running = runningByOwner, share = maxRunningPerOwner, lastStart = lastStartByOwner
+        guard let entry = queue.pop(isLive: { Self.isLive($0, $1, in: records) },
+                                    turn: { records[$0.digest].flatMap { Self.turn(of: $0, running: running, share: share, lastStart: lastStart) } }),
               let record = records[entry.digest] else { return nil }
+        let owners = record.owners
         var group = [record.job]
         for (digest, sibling) in records where group.count < maxJobs
             && digest != entry.digest && sibling.phase == .queued && !sibling.parked
-            && sibling.job.asset == record.job.asset && sibling.job.absolutePath == record.job.absolutePath {
+            && sibling.job.asset == record.job.asset && sibling.job.absolutePath == record.job.absolutePath
+            && sibling.owners.isSubset(of: owners) {
             group.append(sibling.job)
         }
         // The siblings' queue entries go stale (their phase is no longer queued).
@@ -76,13 +99,45 @@ struct JobTable {
             queuedJobs -= 1
             runningJobs += 1
         }
+        if maxRunningPerOwner != .max, !owners.isEmpty {
+            chargedOwners[record.job.generation] = Array(owners)
+            starts += 1
+            if lastStartByOwner.count >= Self.maxRememberedOwners {
+                lastStartByOwner = lastStartByOwner.filter { runningByOwner[$0.key] != nil }
+            }
+            for owner in owners {
+                runningByOwner[owner, default: 0] += 1
+                lastStartByOwner[owner] = starts
+            }
+        }
         return group
     }
+
+    /// A queued job's turn (`JobQueue.pop`): 0 when a waiter is not rationed (or nothing is), else
+    /// the earliest last start among its callers that hold less than their share; nil when all
+    /// of them hold their share (it may not start now).
+    static func turn(of record: JobRecord, running: [String: Int], share: Int, lastStart: [String: UInt64]) -> UInt64? {
+        guard share != .max else { return 0 }
+        var turn: UInt64?
+        for waiter in record.waiters.values {
+            guard let owner = waiter.owner else { return 0 }
+            guard running[owner, default: 0] < share else { continue }
+            turn = min(turn ?? .max, lastStart[owner] ?? 0)
+        }
+        return turn
+    }
+
+    /// Some queued job is held back by its callers' share (a worker freed by a finish may take it).
+    var hasHeldBackJobs: Bool { queuedJobs > 0 && !runningByOwner.isEmpty }
 
     /// A worker is done with `job`: the waiters to answer with its outcome. None when the job
     /// was dropped while it ran (nobody waited any more) or replaced by a newer one of its key.
     mutating func finish(_ job: RenderJob) -> [Waiter] {
         runningJobs -= 1
+        for owner in chargedOwners.removeValue(forKey: job.generation) ?? [] {
+            let running = (runningByOwner[owner] ?? 1) - 1
+            runningByOwner[owner] = running > 0 ? running : nil
+        }
         guard let record = records[job.key.digest], record.job === job else { return [] }
         records[job.key.digest] = nil
         return Array(record.waiters.values)

@@ -83,6 +83,8 @@ struct Waiter {
     let completion: (@Sendable (PipelineResponse) -> Void)?
     /// The job's decode computes the version's placeholder at any cost (`PipelineRequest.wantsPlaceholder`).
     var wantsPlaceholder = false
+    /// The caller whose share of the renderers the job uses (`PipelineRequest.owner`); nil: not rationed.
+    var owner: String? = nil
 }
 
 /// Names one waiter of one job, for the tables that point at waiters without owning them
@@ -105,6 +107,9 @@ struct JobRecord {
     /// Someone wants the version's placeholder from this decode whatever it costs: a waiter
     /// (`Waiter.wantsPlaceholder`) or a placeholder look-up that found the job on its way.
     var placeholderWanted = false
+
+    /// The rationed callers waiting (`Waiter.owner`).
+    var owners: Set<String> { Set(waiters.values.compactMap(\.owner)) }
 
     /// The highest priority among the waiters (a job runs as urgently as its most urgent waiter).
     var waitersPriority: Priority? { waiters.values.map(\.priority).max() }

@@ -3,8 +3,9 @@ import Synchronization
 import ThumbAccess
 import ThumbPipeline
 
-/// Each principal's share of the renderers: a bound on its requests waiting for a render, and
-/// a token bucket of renders it may start (refill `rendersPerSecond`, depth `burstRenders`).
+/// Each principal's share of the renderers: a bound on its requests waiting for a render, a
+/// token bucket of renders it may start (refill `rendersPerSecond`, depth `burstRenders`), and
+/// the renderers it may hold at once (`maxRunningRenders`, kept by the job table).
 /// Past either it is answered 429 with `Retry-After`, so that one caller's flood of cold renders
 /// cannot push another's visible requests back. Hits cost nothing: the bucket is asked only for
 /// a miss that starts a render (`RenderAdmission`), the waiting bound only while one waits.
@@ -63,6 +64,10 @@ package final class FairShare: RenderAdmission, Sendable {
             store(account, owner, in: &accounts)
             return nil
         }
+    }
+
+    package func maxRunningRenders(workers: Int) -> Int {
+        settings.maxRunningRenders ?? max(1, workers - 1)
     }
 
     private func newAccount() -> Account { Account(tokens: Double(settings.burstRenders), refilledAt: now()) }
