@@ -135,7 +135,7 @@ paths:
             minimum: 0
         - name: format
           in: query
-          description: Output format, within the kind's `formats` (`/v1/kinds`); `auto` is PNG with transparency, JPEG otherwise.
+          description: "Output format, within the kind's `formats` (`/v1/kinds`); `auto` is PNG with transparency, JPEG otherwise. Which formats a kind allows is the deployment's config; one it does not is 400 `formatNotAllowed`: a format its `formats` leave out (an inline spec's are `encoding.formats`), and `avif` on a kind that is not `pregenerate` (no inline spec is) or at a scale the kind does not declare (an AVIF encode is too slow for a request's path)."
           schema:
             $ref: "#/components/schemas/Format"
         - name: as
@@ -282,9 +282,13 @@ paths:
       description: |
         Every asset × kind × scale is queued at prefetch priority (what the queue refuses, and
         assets that do not resolve, are left out of `queued`); formats are negotiated with the
-        request's `Accept` as a GET's would be. Bounds: 1 to 10000 assets, 1 to 32 kinds, at most
-        10000 thumbnails (assets × kinds × scales: 413 `tooMany`), a body of at most 1 MiB (413
-        `bodyTooLarge`). The `Content-Type` of the request is not read: the body is JSON.
+        request's `Accept` as a GET's would be. Every kind must resolve as for `/v1/thumbnails` (a
+        name of the config or an inline spec within the bounds; else 400 `badKind`, which the
+        grammar of `KindOrSpec` cannot rule out). Bounds: 1 to 10000 assets, 1 to 32 kinds, at
+        most 10000 thumbnails (assets × kinds × scales: 413 `tooMany`, a product no schema
+        states), a body of at most 1 MiB (413 `bodyTooLarge`, whatever the body holds: it is
+        refused before it is parsed). The `Content-Type` of the request is not read: the body is
+        JSON.
       requestBody:
         required: true
         content:
@@ -448,7 +452,7 @@ paths:
               parameters:
                 assetPath: $request.path.assetPath
         "400":
-          $ref: "#/components/responses/BadRequest"
+          $ref: "#/components/responses/BadFocus"
         "403":
           $ref: "#/components/responses/Forbidden"
         "404":
@@ -537,39 +541,34 @@ paths:
       tags: [cache]
       summary: Remove one asset's thumbnails, those of every asset under a folder, or a kind's.
       description: |
-        Exactly one of `asset`, `prefix` and `kind` (two or none is 400 `badQuery`; so is any
-        other parameter but `failures`). The asset's (or the folder's assets') thumbnails go from
-        disk and memory, with their placeholders; they are rendered again when asked. Remembered
-        failures stay unless `failures=true` (a file that crashes workers is not tried again by
-        every request after a purge). Needs the `operator` role. Paths are as the index keys them: relative to the asset folder, 1 to 4096 bytes
-        after percent-decoding. `prefix` names a folder (a trailing `/` is dropped) and never the
-        whole asset folder. `kind` is a kind name of the config or an inline spec, resolved as
-        for `/v1/thumbnails` (anything else is 400 `badKind`); every thumbnail of it goes, at
-        every scale (or at the one it names, `contact-avatar@3x`) and in every format, and with
-        them those of any kind of the same size, mode, mask and crop. It reads the whole index: an operator's act, not a request's. Removing what is
-        not cached removes nothing (200, zeros).
+        Exactly one of the query parameters `asset`, `prefix` and `kind` (the `selection` below:
+        two of them, or none, is 400 `badQuery`), optionally with `failures`; any other parameter
+        is 400 `badQuery` too. The asset's (or the folder's assets') thumbnails go from disk and
+        memory, with their placeholders; they are rendered again when asked. Remembered failures
+        stay unless `failures=true` (a file that crashes workers is not tried again by every
+        request after a purge). Needs the `operator` role. Paths are as the index keys them: relative to
+        the asset folder, 1 to 4096 bytes after percent-decoding. `prefix` names a folder (a
+        trailing `/` is dropped) and never the whole asset folder (one made of `/` only is 400).
+        `kind` is a kind name of the config or an inline spec, resolved as for `/v1/thumbnails`
+        (anything else is 400 `badKind`); every thumbnail of it goes, at every scale (or at the
+        one it names, `contact-avatar@3x`) and in every format, and with them those of any kind
+        of the same size, mode, mask and crop. It reads the whole index: an operator's act, not a
+        request's. Removing what is not cached removes nothing (200, zeros).
       parameters:
-        - name: asset
+        - name: selection
           in: query
+          required: true
+          description: |
+            What to remove: exactly one of `asset=PATH`, `prefix=FOLDER` and `kind=KIND`, sent as
+            that one query parameter (an exploded object: the name `selection` itself is never
+            sent). Two of them, or none, is 400 `badQuery`.
+          style: form
+          explode: true
           schema:
-            type: string
-            minLength: 1
-            maxLength: 4096
-        - name: prefix
-          in: query
-          schema:
-            type: string
-            minLength: 1
-            maxLength: 4096
-        - name: kind
-          in: query
-          schema:
-            type: string
-            minLength: 1
-            maxLength: 256
+            $ref: "#/components/schemas/PurgeSelection"
         - name: failures
           in: query
-          description: "`true`: the assets' remembered failures go too (with `asset` or `prefix`)."
+          description: "`true`: the assets' remembered failures go too (with `asset` or `prefix`; with `kind` it changes nothing). Any other value than `true` or `false` is 400 `badQuery`."
           schema:
             type: string
             enum: ["true", "false"]
@@ -702,7 +701,7 @@ components:
         inline spec in points `WxH[@Nx][,fill|,fit][,circle|,radius=R][,upscale][,crop=centre|attention|focus]`
         (`111x111,fill`, `48x48@3x,fill,circle`): 1 to 256 bytes, sides up to 8192 pt and 8192 px,
         the output within `limits.maxOutputPixels`. Anything else is 400 `badKind`. Which names
-        exist is the deployment's config: here it is any such text.
+        exist is the deployment's config: here it is any text of that grammar (`KindOrSpec`).
       schema:
         $ref: "#/components/schemas/KindOrSpec"
     ThumbnailAssetPath:
@@ -784,6 +783,21 @@ components:
               - $ref: "#/components/schemas/Error"
               - properties:
                   error: {enum: [badRequest, badQuery, badKind]}
+    BadFocus:
+      description: |
+        `badRequest`: a refused path (a `..` component; over 4096 bytes, a NUL or not UTF-8 after
+        percent-decoding) or body: not JSON, not an object, an unknown key, `x` or `y` missing, a
+        value that is not a number from 0 to 1, `width` without `height` (or the other way), or a
+        region that reaches out of the image (`x + width` or `y + height` more than 1e-9 past 1).
+        The last is the one rule `FocusBody` cannot state (JSON Schema has no sums): a body the
+        schema accepts may still be refused for it.
+      content:
+        application/json:
+          schema:
+            allOf:
+              - $ref: "#/components/schemas/Error"
+              - properties:
+                  error: {const: badRequest}
     BadBody:
       description: A refused body (not JSON, wrong shape, unknown key, out of range) or an unknown kind.
       content:
@@ -996,8 +1010,16 @@ components:
       type: string
       minLength: 1
       maxLength: 256
-      pattern: "^[^\\x00/]+$"
-      description: A kind name (`large`, `contact-avatar@3x`) or an inline spec (`111x111,fill`).
+      pattern: "^(?:(?:[A-Za-z]|[^\\x00-\\x7f])(?:[A-Za-z0-9_-]|[^\\x00-\\x7f])*(?:@[1-4]x?)?|[0-9]+(?:\\.[0-9]+)?x[0-9]+(?:\\.[0-9]+)?(?:@[1-4]x?)?(?:,(?:fill|fit|circle|upscale|radius=[0-9]+(?:\\.[0-9]+)?|crop=(?:centre|attention|focus)))*)$"
+      description: |
+        A kind name (`large`, `contact-avatar@3x`) or an inline spec (`111x111,fill`), 1 to 256
+        bytes. A name is what the config allows one to be (a letter, then letters, digits, `-` and
+        `_`), optionally with `@N` or `@Nx` (N 1 to 4); text that starts with a digit is an inline
+        spec, `WxH[@Nx][,fill|,fit][,circle|,radius=R][,upscale][,crop=centre|attention|focus]`
+        (W, H and R plain decimals; `fit` unless `fill`; `crop=` only with `fill`). The pattern
+        states the grammar only: which names exist, and the bounds (8192 pt and px a side,
+        `limits.maxOutputPixels`, at most 16 characters a number), are the deployment's config and
+        the daemon's checks, 400 `badKind`.
       examples: [large, contact-avatar@3x, "111x111,fill"]
     AssetPath:
       type: string
@@ -1029,16 +1051,54 @@ components:
       properties:
         client:
           description: The client (app instance) owning the slot, 1 to 256 bytes.
+          type: string
           $ref: "#/components/schemas/SlotPart"
         slot:
           description: The slot (cell) id, 1 to 256 bytes.
+          type: string
           $ref: "#/components/schemas/SlotPart"
         token:
           description: The cell's token, 0 to 2^53 − 1; lower than the slot's current one is 409 `superseded`.
           $ref: "#/components/schemas/Token"
+    PurgeSelection:
+      description: Exactly one of `asset`, `prefix` and `kind` (the `oneOf`), each a string.
+      type: object
+      additionalProperties: false
+      properties:
+        asset:
+          type: string
+          $ref: "#/components/schemas/PurgeAssetPath"
+        prefix:
+          type: string
+          $ref: "#/components/schemas/PurgeFolder"
+        kind:
+          type: string
+          $ref: "#/components/schemas/PurgeKind"
+      oneOf:
+        - required: [asset]
+        - required: [prefix]
+        - required: [kind]
+    PurgeAssetPath:
+      type: string
+      minLength: 1
+      maxLength: 4096
+      pattern: "^[^\\x00]+$"
+      description: One asset's path as the index keys it (relative to the asset folder), 1 to 4096 bytes, no NUL; it need not exist.
+      examples: [albums/2024/IMG_0042.jpg]
+    PurgeFolder:
+      type: string
+      minLength: 1
+      maxLength: 4096
+      pattern: "^[^\\x00]*[^\\x00/][^\\x00]*$"
+      description: A folder under the asset folder (`photos`, `photos/2024/`), 1 to 4096 bytes, not only `/` (the whole asset folder is never purged this way), no NUL.
+      examples: [albums/2024]
+    PurgeKind:
+      description: A kind name or inline spec whose thumbnails go (every kind of the same size, mode, mask and crop with it).
+      $ref: "#/components/schemas/KindOrSpec"
     Format:
       type: string
       enum: [auto, jpeg, png, webp, avif]
+      description: Every format the daemon can write; a kind allows those of its `formats` (`/v1/kinds`) and `auto`.
     OutputFormat:
       type: string
       enum: [jpeg, png, webp, avif]
@@ -1219,6 +1279,11 @@ components:
         y: {type: number, minimum: 0, maximum: 1}
         width: {type: number, minimum: 0, maximum: 1}
         height: {type: number, minimum: 0, maximum: 1}
+      description: |
+        A point (`x`, `y`) or a region (with `width` and `height`), fractions of the displayed
+        image. A region lies inside the image: `x + width` ≤ 1 and `y + height` ≤ 1 (up to 1e-9
+        past 1 is rounding, clamped to the edge; further is 400 `badRequest`). JSON Schema cannot
+        state those sums, so this schema accepts regions the daemon refuses.
       examples:
         - {x: 0.62, y: 0.3}
         - {x: 0.1, y: 0.2, width: 0.5, height: 0.4}
