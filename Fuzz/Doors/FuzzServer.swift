@@ -40,7 +40,7 @@ enum FuzzServer {
         } catch {
             fatalError("cannot open the fuzz pipeline in \(folder): \(error)")
         }
-        body(ThumbnailAPI(pipeline: pipeline, catalog: FuzzCatalog.catalog, maxWaitMilliseconds: 0, access: access, fairShare: nil))
+        body(ThumbnailAPI(pipeline: pipeline, catalog: FuzzCatalog.catalog, maxWaitMilliseconds: 0, access: access))
         pipeline.shutdown()
     }
 }

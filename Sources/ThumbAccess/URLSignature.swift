@@ -85,10 +85,19 @@ package enum URLSignature {
     }
 
     /// The canonical text; nil when a field other than the asset path holds a line break.
+    /// Built byte by byte into one buffer: every signed hit builds it.
     package static func canonical(_ fields: Fields, keyID: String) -> [UInt8]? {
-        let lines = [version, keyID, fields.expires ?? "", fields.kind, fields.scale ?? "", fields.format ?? ""]
-        guard !lines.contains(where: { $0.utf8.contains(UInt8(ascii: "\n")) }) else { return nil }
-        return Array((lines + [fields.assetPath]).joined(separator: "\n").utf8)
+        let newline = UInt8(ascii: "\n")
+        var message: [UInt8] = []
+        message.reserveCapacity(version.utf8.count + keyID.utf8.count + (fields.expires?.utf8.count ?? 0) + fields.kind.utf8.count
+                                + (fields.scale?.utf8.count ?? 0) + (fields.format?.utf8.count ?? 0) + fields.assetPath.utf8.count + 6)
+        for line in [version, keyID, fields.expires ?? "", fields.kind, fields.scale ?? "", fields.format ?? ""] {
+            guard !line.utf8.contains(newline) else { return nil }
+            message.append(contentsOf: line.utf8)
+            message.append(newline)
+        }
+        message.append(contentsOf: fields.assetPath.utf8)
+        return message
     }
 
     /// The `sig` value for `fields` under `key`.

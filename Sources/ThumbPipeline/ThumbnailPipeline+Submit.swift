@@ -77,12 +77,26 @@ extension ThumbnailPipeline {
             case .success(nil):
                 guard let key, let resolved else { return token }
                 state.metrics.misses += 1
-                // Only a render this request would start is charged: joining one costs nothing.
-                if let owner = request.owner, let admission = configuration.renderAdmission,
-                   state.jobs.records[key.digest]?.job.key != key, let refusal = admission.admitRender(owner: owner) {
-                    state.metrics.refusedByShare += 1
-                    answers.add(completion, .init(token: token, result: .failure(refusal)))
-                    return token
+                var completion = completion
+                if let owner = request.owner, let admission = configuration.renderAdmission {
+                    // A waiting request counts against its caller's share until it is answered;
+                    // only a render it would start is charged: joining one costs nothing.
+                    if let refusal = admission.enterWait(owner: owner) {
+                        state.metrics.refusedByShare += 1
+                        answers.add(completion, .init(token: token, result: .failure(refusal)))
+                        return token
+                    }
+                    if state.jobs.records[key.digest]?.job.key != key, let refusal = admission.admitRender(owner: owner) {
+                        admission.leaveWait(owner: owner)
+                        state.metrics.refusedByShare += 1
+                        answers.add(completion, .init(token: token, result: .failure(refusal)))
+                        return token
+                    }
+                    let answer = completion
+                    completion = { response in
+                        admission.leaveWait(owner: owner)
+                        answer(response)
+                    }
                 }
                 let waiter = Waiter(id: state.jobs.makeID(), slot: request.slot, token: token, claim: claim,
                                     priority: request.priority, completion: completion, wantsPlaceholder: request.wantsPlaceholder,

@@ -20,15 +20,13 @@ final class DaemonStartup: @unchecked Sendable {
     let hold: StartupHold?
     let events: DaemonEvents
     let access: AccessControl
-    let fairShare: FairShare
     private let stopping = Atomic<Bool>(false)
     /// Written by the main thread only (when start-up ended without serving).
     var exitStatus = Daemon.Exit.ok
 
     init(daemon: Daemon, config: ThumbConfig, configuration: PipelineConfiguration, hold: StartupHold?, events: DaemonEvents,
-         access: AccessControl, fairShare: FairShare) {
+         access: AccessControl) {
         self.access = access
-        self.fairShare = fairShare
         self.daemon = daemon
         self.config = config
         self.configuration = configuration
@@ -77,7 +75,7 @@ final class DaemonStartup: @unchecked Sendable {
             return .failed(error.errno == EADDRINUSE ? .inUse : .osError)
         }
         let api = ThumbnailAPI(pipeline: pipeline, catalog: config.catalog, maxWaitMilliseconds: config.service.maxWaitMilliseconds,
-                               access: access, fairShare: fairShare)
+                               access: access)
         let server: HTTPServer
         do {
             server = try HTTPServer(listeners: listeners, threadsPerListener: config.service.httpThreads,

@@ -78,9 +78,9 @@ public final class Daemon {
         if !access.unknownNames.isEmpty {
             Log.warning("access: this host has no \(access.unknownNames.joined(separator: ", ")): their rules do not apply")
         }
-        let fairShare = FairShare(settings: config.access.fairShare)
         var configuration = PipelineConfiguration(config, assetRoot: assets, cacheDirectory: cacheDirectory, workers: options.workers)
-        configuration.renderAdmission = fairShare
+        // Each principal's share of the renderers, kept by the pipeline for its misses.
+        configuration.renderAdmission = FairShare(settings: config.access.fairShare)
         configuration.pregenerated = Self.pregenerated(config.catalog)
         configuration.log = PipelineLog(fields: { level, message, fields in
             Log.write(Log.Priority(rawValue: level.rawValue) ?? .warning, message, fields)
@@ -91,7 +91,7 @@ public final class Daemon {
         let events = DaemonEvents()
         events.takeSignals(signals)
         let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events,
-                                    access: access, fairShare: fairShare)
+                                    access: access)
         startup.begin()
         guard let services = waitUntilServing(events, startup: startup, hold: hold) else {
             return startup.exitStatus

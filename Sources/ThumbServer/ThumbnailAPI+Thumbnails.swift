@@ -24,22 +24,12 @@ extension ThumbnailAPI {
             storedPath = { _ in nil }
             placeholder = { _ in nil }
         }
-        // One caller may have only so many requests waiting for renders (`FairShare`).
-        var leave: @Sendable () -> Void = {}
-        if let fairShare, let owner = call.owner {
-            if let refusal = fairShare.enter(owner) {
-                let limited = AccessRefusal(status: 429, code: refusal.disposition.code, message: refusal.description, reason: "share",
-                                            headers: [("Retry-After", String(refusal.disposition.retryAfterSeconds ?? 1))])
-                let pause = Self.sharePauseMilliseconds(retryAfterSeconds: refusal.disposition.retryAfterSeconds)
-                return refuse(limited, route: "thumbnails", principal: owner) { once.respond($0, afterMilliseconds: pause) }
-            }
-            leave = { fairShare.leave(owner) }
-        }
-        pipeline.submit(call.pipelineRequest) { [leave] response in
-            leave()
+        let owner = call.owner
+        pipeline.submit(call.pipelineRequest) { [self] response in
             let answer = Self.httpResponse(for: response, asPath: asPath, ifNoneMatch: ifNoneMatch, variesWithAccept: variesWithAccept,
                                            storedPath: storedPath, placeholder: placeholder)
-            if case .failure(.fairShare(let seconds, _)) = response.result {
+            if case .failure(.fairShare(let seconds, let reason)) = response.result {
+                noteShareRefusal(owner: owner ?? "?", reason: reason)
                 once.respond(answer, afterMilliseconds: Self.sharePauseMilliseconds(retryAfterSeconds: seconds))
             } else {
                 once.respond(answer)

@@ -22,18 +22,15 @@ public final class ThumbnailAPI: Sendable {
     let shuttingDown = Atomic<Bool>(false)
     /// Who may do what; the default (no `access` section, no files) for a daemon without one.
     let access: AccessControl
-    /// Each principal's share of renders; the pipeline asks the same object (`RenderAdmission`).
-    let fairShare: FairShare?
 
     public convenience init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
         // Settings without files cannot fail to resolve.
         let access = try! AccessControl(settings: AccessSettings(), environment: [:])
-        self.init(pipeline: pipeline, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds, access: access, fairShare: nil)
+        self.init(pipeline: pipeline, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds, access: access)
     }
 
-    package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int, access: AccessControl, fairShare: FairShare?) {
+    package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int, access: AccessControl) {
         self.access = access
-        self.fairShare = fairShare
         self.pipeline = pipeline
         self.catalog = Mutex(catalog)
         formats = Mutex(pipeline.configuration.outputFormats)
@@ -82,7 +79,7 @@ public final class ThumbnailAPI: Sendable {
                 counted(withCORS)
             }
         }
-        if let preflight = access.preflight(request, allowedMethods: Self.allowedMethods(route: route, path: request.path)) {
+        if request.method == "OPTIONS", let preflight = access.preflight(request, allowedMethods: Self.allowedMethods(route: route, path: request.path)) {
             return answer(preflight)
         }
         let parsed = APIRequest.parse(request, context: parsing.withLock { $0 }, maxWaitMilliseconds: maxWaitMilliseconds)
@@ -136,6 +133,14 @@ public final class ThumbnailAPI: Sendable {
             Log.notice("refused \(principal) on \(route): \(refusal.status) \(refusal.code): \(refusal.message) (logged once a minute per caller)")
         }
         respond(refusal.response)
+    }
+
+    /// A thumbnail request over its caller's share (the pipeline's 429): counted and logged like
+    /// the access model's refusals.
+    func noteShareRefusal(owner: String, reason: String) {
+        if access.refusals.record(route: "thumbnails", reason: "share", principal: owner, now: HTTPConnectionTable.now()) {
+            Log.notice("refused \(owner) on thumbnails: 429 tooManyRequests: over this caller's share: \(reason) (logged once a minute per caller)")
+        }
     }
 
     /// The route label for metrics (bounded cardinality).

@@ -25,11 +25,15 @@ public struct SlotID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { owner.isEmpty ? "\(client)/\(slot)" : "\(owner):\(client)/\(slot)" }
 }
 
-/// Decides whether a caller may start another render now. Asked under the pipeline's lock, for
-/// a miss that starts a job (not one that joins a running or queued job), so an implementation
-/// takes only its own short lock and never calls back into the pipeline.
+/// Each caller's share of the renderers. Asked under the pipeline's lock, for misses only (a
+/// hit costs nothing), so an implementation takes only its own short lock and never calls back
+/// into the pipeline.
 package protocol RenderAdmission: Sendable {
-    /// nil admits the render (and charges it to `owner`); a failure refuses it.
+    /// A miss of `owner` is to wait for a render (one it starts or one it joins): nil admits it,
+    /// and `leaveWait` follows once it is answered; a failure refuses it.
+    func enterWait(owner: String) -> ThumbFailure?
+    func leaveWait(owner: String)
+    /// A miss that starts a render: nil admits it (and charges it to `owner`); a failure refuses it.
     func admitRender(owner: String) -> ThumbFailure?
     /// Renderers one caller may hold at once, of the pipeline's `workers` (`JobTable.maxRunningPerOwner`).
     func maxRunningRenders(workers: Int) -> Int

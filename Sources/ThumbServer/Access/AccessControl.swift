@@ -125,21 +125,48 @@ package final class AccessControl: Sendable {
 
     /// `Host` names a loopback address, `localhost`, or a configured name (any port: a page
     /// that rebinds its name reaches the listener's port under its own name, which is what this
-    /// refuses).
+    /// refuses). Asked on every TCP request, hits included: read in place, nothing allocated
+    /// unless `access.hosts` is to be searched.
     func isOwnHost(_ header: String?) -> Bool {
-        guard let header, !header.isEmpty, header.utf8.count <= 300 else { return false }
-        var host = header.lowercased()
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return false }
-            host = String(host[host.index(after: host.startIndex)..<close])
-            return host == "::1"
+        guard var header, !header.isEmpty, header.utf8.count <= 300 else { return false }
+        return header.withUTF8 { bytes in
+            if bytes[0] == UInt8(ascii: "[") {
+                guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
+                return Self.equalsIgnoringCase(bytes[1..<close], "::1")
+            }
+            let host = bytes[..<(bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex)]
+            if Self.equalsIgnoringCase(host, "localhost") || Self.isLoopbackIPv4(host) { return true }
+            guard !settings.hosts.isEmpty else { return false }
+            return settings.hosts.contains(String(decoding: host, as: UTF8.self).lowercased())
         }
-        if let colon = host.firstIndex(of: ":") { host = String(host[..<colon]) }
-        if host == "localhost" || settings.hosts.contains(host) { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in
-            (1...3).contains(part.utf8.count) && part.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } && (Int(part) ?? 256) < 256
+    }
+
+    static func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        return zip(bytes, UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)).allSatisfy { byte, expected in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
         }
+    }
+
+    /// 127.x.y.z: four parts of one to three digits, each below 256.
+    static func isLoopbackIPv4(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var parts = 0, digits = 0, value = 0, first = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, value < 256 else { return false }
+                if parts == 0 { first = value }
+                parts += 1
+                digits = 0
+                value = 0
+            } else if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                digits += 1
+                guard digits <= 3 else { return false }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            } else {
+                return false
+            }
+        }
+        return parts == 3 && digits > 0 && value < 256 && first == 127
     }
 
     /// An origin listed in `allowedOrigins`, or the page's own (`Origin` naming the `Host` the

@@ -8,7 +8,7 @@ import ThumbPipeline
 /// the renderers it may hold at once (`maxRunningRenders`, kept by the job table).
 /// Past either it is answered 429 with `Retry-After`, so that one caller's flood of cold renders
 /// cannot push another's visible requests back. Hits cost nothing: the bucket is asked only for
-/// a miss that starts a render (`RenderAdmission`), the waiting bound only while one waits.
+/// a miss that starts a render, the waiting bound only while a miss waits (`RenderAdmission`).
 package final class FairShare: RenderAdmission, Sendable {
     struct Account {
         var tokens: Double
@@ -28,9 +28,9 @@ package final class FairShare: RenderAdmission, Sendable {
         self.now = now
     }
 
-    /// The principal starts waiting for an answer; nil, or the refusal when it already has
-    /// `maxQueuedRenders` waiting. Every admitted `enter` is followed by one `leave`.
-    package func enter(_ owner: String) -> ThumbFailure? {
+    /// The principal starts waiting for a render; nil, or the refusal when it already has
+    /// `maxQueuedRenders` waiting. Every admitted `enterWait` is followed by one `leaveWait`.
+    package func enterWait(owner: String) -> ThumbFailure? {
         accounts.withLock { accounts in
             var account = accounts[owner] ?? newAccount()
             guard account.waiting < settings.maxQueuedRenders else {
@@ -42,7 +42,7 @@ package final class FairShare: RenderAdmission, Sendable {
         }
     }
 
-    package func leave(_ owner: String) {
+    package func leaveWait(owner: String) {
         accounts.withLock { accounts in
             guard var account = accounts[owner] else { return }
             account.waiting = max(0, account.waiting - 1)
