@@ -552,7 +552,8 @@ paths:
         `kind` is a kind name of the config or an inline spec, resolved as for `/v1/thumbnails`
         (anything else is 400 `badKind`); every thumbnail of it goes, at every scale (or at the
         one it names, `contact-avatar@3x`) and in every format, and with them those of any kind
-        of the same size, mode, mask and crop. It reads the whole index: an operator's act, not a
+        of the same size, mode, mask and crop. It reads the whole index, 512 rows under each hold
+        of the cache's lock (renders wait milliseconds, not the walk): an operator's act, not a
         request's. Removing what is not cached removes nothing (200, zeros).
       parameters:
         - name: selection

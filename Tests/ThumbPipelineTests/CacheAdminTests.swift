@@ -72,6 +72,31 @@ import ThumbImaging
         #expect(cache.detailedStatistics.entries == 3)
     }
 
+    @Test("finding 3: a purge by kind walks the index in batches, one short hold of the lock each, and takes exactly what one walk would")
+    func purgeByKindInBatches() throws {
+        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let avatar = SlotKind(name: "avatar", widthPoints: 48, heightPoints: 48, scales: [2, 3], mode: .fill, mask: .circle)
+        let grid = SlotKind(name: "grid", widthPoints: 120, heightPoints: 120)
+        func key(_ path: String, _ kind: SlotKind) -> CacheKey {
+            CacheKey(asset: DiskCacheFixture.version(path), kind: kind, scale: 2, encoder: EncoderSettings())
+        }
+        let avatars = (0..<5).map { key("b/\($0).jpg", avatar) }
+        let grids = (0..<6).map { key("b/\($0).jpg", grid) }
+        for key in avatars + grids { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 10)) }
+
+        let before = cache.removalTransactions
+        // Two rows a hold: five avatars cannot go in fewer than three transactions.
+        let purge = cache.purge(kindMarker: CacheKey.kindMarker(avatar), batchRows: 2)
+        #expect(purge.entries == 5 && purge.bytes == 50 && purge.assetPaths == Set((0..<5).map { "b/\($0).jpg" }), "\(purge)")
+        #expect(cache.removalTransactions - before >= 3)
+        for key in avatars { #expect(cache.thumbnail(for: key) == nil) }
+        for key in grids { #expect(cache.thumbnail(for: key) != nil) }
+        #expect(cache.detailedStatistics.entries == 6)
+        // A batch as wide as the index and one row a batch agree on the rest.
+        #expect(cache.purge(kindMarker: CacheKey.kindMarker(grid), batchRows: 1).entries == 6)
+        #expect(cache.detailedStatistics.entries == 0)
+    }
+
     @Test("verify on a cache whose files and index disagree: says what it found, mends it, and finds nothing the second time")
     func verifyMendsDisagreement() throws {
         let keys = (0..<5).map { DiskCacheFixture.key("v/\($0).jpg") }

@@ -282,7 +282,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     }
 
     /// Hands removed rows' files to the reaper and takes them off the totals.
-    private func retire(_ files: [(relative: String, size: Int)], of assetPaths: Set<String>, _ state: inout State) -> CachePurge {
+    func retire(_ files: [(relative: String, size: Int)], of assetPaths: Set<String>, _ state: inout State) -> CachePurge {
         for file in files {
             reaper.retire(directory + "/" + file.relative)
             state.totalBytes -= file.size
@@ -374,44 +374,6 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
                     if !keepingFailures { try database.execute("DELETE FROM failures WHERE \(condition)", bounds) }
                     try database.execute("DELETE FROM placeholders WHERE \(condition)", bounds)
                 }
-            } catch {
-                recover(from: error, &state)
-                return CachePurge()
-            }
-            return retire(files, of: paths, &state)
-        }
-    }
-
-    /// Drops the thumbnails of one kind (every encoding; every scale, or `scale` only), found by
-    /// `marker` (`CacheKey.kindMarker`) in their descriptors after the asset's part, in one
-    /// transaction. The index has no column to look a kind up by, so this reads every row under
-    /// the cache's lock: an operator's occasional act (about a second a million thumbnails, which
-    /// renders wait for), not a request's.
-    public func purge(kindMarker marker: String, scale: Int? = nil) -> CachePurge {
-        state.withLock { (state: inout State) -> CachePurge in
-            guard let database = state.database, !marker.isEmpty else { return CachePurge() }
-            var digests: [String] = []
-            var paths: Set<String> = []
-            var files: [(relative: String, size: Int)] = []
-            let versionPart = "v\(CacheKey.pipelineVersion)|".utf8.count
-            do throws(SQLiteError) {
-                try database.transaction { () throws(SQLiteError) in
-                    let query = "SELECT digest, descriptor, asset_path, file_path, bytes FROM entries WHERE instr(descriptor, ?) > 0"
-                    try database.query(query, [.text(marker)]) { row in
-                        // The last occurrence must lie past the asset's path, which may hold any text.
-                        let descriptor = row.text(1)
-                        guard let found = descriptor.range(of: marker, options: .backwards),
-                              descriptor.utf8.distance(from: descriptor.startIndex, to: found.lowerBound)
-                                >= versionPart + row.text(2).utf8.count else { return }
-                        // The scale follows the kind's part: "…|@3|jpeg|…".
-                        if let scale, !descriptor[found.lowerBound...].contains("|@\(scale)|") { return }
-                        digests.append(row.text(0))
-                        paths.insert(row.text(2))
-                        files.append((row.text(3), row.int(4)))
-                    }
-                    for digest in digests { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(digest)]) }
-                }
-                state.removalTransactions += 1
             } catch {
                 recover(from: error, &state)
                 return CachePurge()
