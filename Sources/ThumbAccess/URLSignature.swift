@@ -25,13 +25,18 @@ package enum URLSignature {
     package static let minimumSecretBytes = 32
 
     package struct Key: Sendable, Equatable {
-        package var id: String
-        package var secret: [UInt8]
+        package let id: String
+        package let secret: [UInt8]
+        /// The secret set up for HMAC once, not per signed request.
+        let mac: HMACSHA256Key
 
         package init(id: String, secret: [UInt8]) {
             self.id = id
             self.secret = secret
+            mac = HMACSHA256Key(secret: secret)
         }
+
+        package static func == (left: Key, right: Key) -> Bool { left.id == right.id && left.secret == right.secret }
     }
 
     /// The fields of a thumbnail URL that a signature covers, percent-decoded.
@@ -102,7 +107,7 @@ package enum URLSignature {
 
     /// The `sig` value for `fields` under `key`.
     package static func signature(_ fields: Fields, key: Key) -> String? {
-        canonical(fields, keyID: key.id).map { Base64URL.encode(Digest.hmacSHA256(key: key.secret, message: $0)) }
+        canonical(fields, keyID: key.id).map { Base64URL.encode(key.mac.authenticate($0)) }
     }
 
     /// Checks `sig` and `key` (as sent, decoded) against the keys held, at `now` (Unix seconds).
@@ -121,7 +126,7 @@ package enum URLSignature {
         }
         guard let message = canonical(fields, keyID: keyID) else { return .failure(.malformed("a signed field holds a line break")) }
         guard let key = keys.first(where: { $0.id == keyID }) else { return .failure(.unknownKey) }
-        let expected = Array(Base64URL.encode(Digest.hmacSHA256(key: key.secret, message: message)).utf8)
+        let expected = Array(Base64URL.encode(key.mac.authenticate(message)).utf8)
         return Digest.constantTimeEqual(expected, Array(signature.utf8)) ? .success(()) : .failure(.mismatch)
     }
 }

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+import ThumbAccess
+
+/// The signing key's HMAC, set up once and copied per message, against RFC 4231's vectors and
+/// OpenSSL's one-shot HMAC, from many threads at once (the HTTP threads share one key).
+@Suite struct SigningKeyTests {
+    @Test("a prepared HMAC-SHA256 key gives RFC 4231's MACs (short key, key longer than a block) and the one-shot's, from eight threads at once")
+    func preparedKeyMatchesVectors() async throws {
+        let jefe = HMACSHA256Key(secret: Array("Jefe".utf8))
+        #expect(Digest.hex(jefe.authenticate(Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        let long = HMACSHA256Key(secret: [UInt8](repeating: 0xaa, count: 131))
+        #expect(Digest.hex(long.authenticate(Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)))
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+
+        let secret = (0..<32).map { UInt8($0 * 7 & 0xff) }
+        let shared = HMACSHA256Key(secret: secret)
+        let messages = (0..<64).map { Array("thumbd-url-1\nk1\n\nlarge\n2\n\nphotos/\($0).jpg".utf8) }
+        let expected = messages.map { Digest.hmacSHA256(key: secret, message: $0) }
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for _ in 0..<50 {
+                        for (message, mac) in zip(messages, expected) where shared.authenticate(message) != mac { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+        // The same key held twice, and a different one, compare by id and secret.
+        #expect(URLSignature.Key(id: "k1", secret: secret) == URLSignature.Key(id: "k1", secret: secret))
+        #expect(URLSignature.Key(id: "k1", secret: secret) != URLSignature.Key(id: "k1", secret: secret.reversed()))
+    }
+}
