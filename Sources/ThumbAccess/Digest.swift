@@ -147,4 +147,42 @@ package enum Base64URL {
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    /// The bytes of a base64url text without padding, or nil: a character outside the alphabet,
+    /// a length that no byte count encodes to (4n + 1), or bits set in the last character that
+    /// no byte holds, so that exactly one text decodes to given bytes (RFC 4648 §3.5).
+    package static func decode(_ text: String) -> [UInt8]? {
+        var utf8 = Array(text.utf8)
+        guard utf8.count % 4 != 1 else { return nil }
+        for index in utf8.indices {
+            guard let value = sextet(utf8[index]) else { return nil }
+            utf8[index] = value
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count * 3 / 4)
+        var index = 0
+        while index < utf8.count {
+            let rest = utf8.count - index
+            let group = UInt32(utf8[index]) << 18 | UInt32(utf8[index + 1]) << 12
+                | (rest > 2 ? UInt32(utf8[index + 2]) << 6 : 0) | (rest > 3 ? UInt32(utf8[index + 3]) : 0)
+            bytes.append(UInt8(group >> 16 & 0xff))
+            if rest > 2 { bytes.append(UInt8(group >> 8 & 0xff)) }
+            if rest > 3 { bytes.append(UInt8(group & 0xff)) }
+            if rest == 2, group & 0xffff != 0 { return nil }
+            if rest == 3, group & 0xff != 0 { return nil }
+            index += 4
+        }
+        return bytes
+    }
+
+    private static func sextet(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
+    }
 }

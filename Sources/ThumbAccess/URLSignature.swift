@@ -90,17 +90,24 @@ package enum URLSignature {
     }
 
     /// The canonical text; nil when a field other than the asset path holds a line break.
-    /// Built byte by byte into one buffer: every signed hit builds it.
+    /// Built byte by byte into one buffer, without an array of its lines: every signed hit builds it.
     package static func canonical(_ fields: Fields, keyID: String) -> [UInt8]? {
         let newline = UInt8(ascii: "\n")
         var message: [UInt8] = []
         message.reserveCapacity(version.utf8.count + keyID.utf8.count + (fields.expires?.utf8.count ?? 0) + fields.kind.utf8.count
                                 + (fields.scale?.utf8.count ?? 0) + (fields.format?.utf8.count ?? 0) + fields.assetPath.utf8.count + 6)
-        for line in [version, keyID, fields.expires ?? "", fields.kind, fields.scale ?? "", fields.format ?? ""] {
-            guard !line.utf8.contains(newline) else { return nil }
-            message.append(contentsOf: line.utf8)
+        func line(_ text: String?) -> Bool {
+            guard let text else {
+                message.append(newline)
+                return true
+            }
+            let start = message.count
+            message.append(contentsOf: text.utf8)
+            guard !message[start...].contains(newline) else { return false }
             message.append(newline)
+            return true
         }
+        guard line(version), line(keyID), line(fields.expires), line(fields.kind), line(fields.scale), line(fields.format) else { return nil }
         message.append(contentsOf: fields.assetPath.utf8)
         return message
     }
@@ -126,7 +133,10 @@ package enum URLSignature {
         }
         guard let message = canonical(fields, keyID: keyID) else { return .failure(.malformed("a signed field holds a line break")) }
         guard let key = keys.first(where: { $0.id == keyID }) else { return .failure(.unknownKey) }
-        let expected = Array(Base64URL.encode(key.mac.authenticate(message)).utf8)
-        return Digest.constantTimeEqual(expected, Array(signature.utf8)) ? .success(()) : .failure(.mismatch)
+        // The MAC's 43 characters, decoded, against the MAC's 32 bytes: a text that is not
+        // exactly one encoding of 32 bytes (a padding `=`, other bits in the last character)
+        // matches nothing, as when the expected MAC was encoded and the texts compared.
+        guard let presented = Base64URL.decode(signature), presented.count == Digest.sha256Bytes else { return .failure(.mismatch) }
+        return Digest.constantTimeEqual(key.mac.authenticate(message), presented) ? .success(()) : .failure(.mismatch)
     }
 }

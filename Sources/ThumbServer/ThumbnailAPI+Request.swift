@@ -133,11 +133,12 @@ public enum APIRequest: Sendable {
 enum PercentDecoding {
     /// Decodes `%XX` escapes; a `%` not followed by two hex digits stays as it is (as
     /// libmicrohttpd's own decoder did). The result must be UTF-8 without NUL bytes.
-    static func decode(_ raw: some StringProtocol, field: String) throws(APIError) -> String {
+    /// `field` names the part in a refusal: made only for one.
+    static func decode(_ raw: some StringProtocol, field: @autoclosure () -> String) throws(APIError) -> String {
         // Most paths have no escape: checked on the UTF-8 in place, without a copy.
         let (escapes, nul) = scan(raw.utf8)
         guard escapes else {
-            guard !nul else { throw .badRequest("\(field) contains a NUL byte") }
+            guard !nul else { throw .badRequest("\(field()) contains a NUL byte") }
             return String(raw)
         }
         let utf8 = Array(raw.utf8)
@@ -154,8 +155,8 @@ enum PercentDecoding {
                 index += 1
             }
         }
-        guard !bytes.contains(0) else { throw .badRequest("\(field) contains a NUL byte (%00)") }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw .badRequest("\(field) is not UTF-8 text") }
+        guard !bytes.contains(0) else { throw .badRequest("\(field()) contains a NUL byte (%00)") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .badRequest("\(field()) is not UTF-8 text") }
         return text
     }
 
@@ -186,6 +187,7 @@ enum PercentDecoding {
     /// The query with names and values decoded; a name given twice (once escaped) is refused.
     static func decode(query: [String: String]) throws(APIError) -> [String: String] {
         var decoded: [String: String] = [:]
+        decoded.reserveCapacity(query.count)
         for (rawName, rawValue) in query {
             let name = try decode(rawName, field: "a query parameter name")
             guard decoded[name] == nil else { throw .badQuery("'\(DisplayText.truncated(name, maxBytes: 40))' is given twice") }

@@ -35,4 +35,19 @@ import ThumbAccess
         #expect(URLSignature.Key(id: "k1", secret: secret) == URLSignature.Key(id: "k1", secret: secret))
         #expect(URLSignature.Key(id: "k1", secret: secret) != URLSignature.Key(id: "k1", secret: secret.reversed()))
     }
+
+    @Test("base64url decoding: every length round-trips; padding, foreign characters, a 4n+1 length and stray low bits are refused, so one text stands for one MAC")
+    func base64URLDecoding() {
+        var generator = SystemRandomNumberGenerator()
+        for count in 0...40 {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes, "\(count) bytes")
+        }
+        #expect(Base64URL.decode("") == [])
+        #expect(Base64URL.decode("-_8") == [0xfb, 0xff])
+        for refused in ["QQ==", "QQ=", "A", "AAAAA", "a+b/", "QR", "QUF", "QUJ", "Zm9v\n", "Zm9v YmFy"] {
+            #expect(Base64URL.decode(refused) == nil, "\(refused)")
+        }
+        #expect(Base64URL.decode("QQ") == [0x41] && Base64URL.decode("QUI") == [0x41, 0x42])
+    }
 }
