@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Signed thumbnail URLs: the imgproxy model in a format of our own, documented in the README.
 ///
 /// A URL `/v1/thumbnails/{kind}/{asset}?scale=&format=&expires=&key=&sig=` is signed by
@@ -120,7 +122,10 @@ package enum URLSignature {
     /// Checks `sig` and `key` (as sent, decoded) against the keys held, at `now` (Unix seconds).
     /// The signature is compared in constant time: the time taken does not tell how much of a
     /// forged one matched.
-    package static func verify(_ fields: Fields, keyID: String?, signature: String?, keys: [Key], now: UInt64) -> Result<Void, Refusal> {
+    /// `verified`: signatures this key set accepted before; a URL signed once is then checked by
+    /// comparing its fields, not by an HMAC (every hit on a signed thumbnail asks again).
+    package static func verify(_ fields: Fields, keyID: String?, signature: String?, keys: [Key], now: UInt64,
+                               verified: VerifiedSignatures? = nil) -> Result<Void, Refusal> {
         guard let signature else { return .failure(keyID == nil && fields.expires == nil ? .missing : .malformed("sig is missing")) }
         guard let keyID else { return .failure(.malformed("key is missing")) }
         guard isValidKeyID(keyID) else { return .failure(.malformed("key must be 1 to \(maxKeyIDBytes) of A-Z a-z 0-9 _ -")) }
@@ -131,12 +136,59 @@ package enum URLSignature {
             }
             guard seconds >= now else { return .failure(.expired) }
         }
+        if let verified, verified.contains(signature, fields: fields, keyID: keyID) { return .success(()) }
         guard let message = canonical(fields, keyID: keyID) else { return .failure(.malformed("a signed field holds a line break")) }
         guard let key = keys.first(where: { $0.id == keyID }) else { return .failure(.unknownKey) }
         // The MAC's 43 characters, decoded, against the MAC's 32 bytes: a text that is not
         // exactly one encoding of 32 bytes (a padding `=`, other bits in the last character)
         // matches nothing, as when the expected MAC was encoded and the texts compared.
         guard let presented = Base64URL.decode(signature), presented.count == Digest.sha256Bytes else { return .failure(.mismatch) }
-        return Digest.constantTimeEqual(key.mac.authenticate(message), presented) ? .success(()) : .failure(.mismatch)
+        guard Digest.constantTimeEqual(key.mac.authenticate(message), presented) else { return .failure(.mismatch) }
+        verified?.insert(signature, fields: fields, keyID: keyID)
+        return .success(())
+    }
+}
+
+/// Signatures a key set accepted, by their text, with what they signed: a URL's fields and key
+/// id equal to those of an accepted signature are accepted again without an HMAC (its expiry is
+/// checked every time, before this is asked). Holds for the life of one key set: a new set of
+/// keys starts a new one. At most `capacity` entries; full, it starts over (a flood of new signed
+/// URLs costs the HMAC each, as without it, and no memory beyond the bound).
+package final class VerifiedSignatures: Sendable {
+    private struct Signed: Sendable {
+        var fields: URLSignature.Fields
+        var keyID: String
+    }
+
+    package static let defaultCapacity = 4096
+    private let capacity: Int
+    private let accepted: Mutex<[String: Signed]>
+
+    package init(capacity: Int = VerifiedSignatures.defaultCapacity) {
+        self.capacity = max(1, capacity)
+        accepted = Mutex([:])
+    }
+
+    package var count: Int { accepted.withLock { $0.count } }
+
+    func contains(_ signature: String, fields: URLSignature.Fields, keyID: String) -> Bool {
+        accepted.withLock { accepted in
+            guard let signed = accepted[signature] else { return false }
+            return signed.keyID == keyID && signed.fields == fields
+        }
+    }
+
+    /// Fields of more than this many bytes are not kept (an asset path may be 4 KiB): the bound
+    /// on memory is `capacity` times this.
+    static let maxKeptFieldBytes = 1024
+
+    func insert(_ signature: String, fields: URLSignature.Fields, keyID: String) {
+        let bytes = fields.kind.utf8.count + fields.assetPath.utf8.count + (fields.scale?.utf8.count ?? 0)
+            + (fields.format?.utf8.count ?? 0) + (fields.expires?.utf8.count ?? 0)
+        guard bytes <= Self.maxKeptFieldBytes else { return }
+        accepted.withLock { accepted in
+            if accepted.count >= capacity { accepted.removeAll(keepingCapacity: true) }
+            accepted[signature] = Signed(fields: fields, keyID: keyID)
+        }
     }
 }

@@ -50,4 +50,48 @@ import ThumbAccess
         }
         #expect(Base64URL.decode("QQ") == [0x41] && Base64URL.decode("QUI") == [0x41, 0x42])
     }
+
+    @Test("accepted signatures are remembered by text with what they signed: the same URL again is accepted, other fields under that sig are not, expiry still holds, and the memory stays bounded")
+    func verifiedSignatureMemo() throws {
+        let key = URLSignature.Key(id: "k1", secret: (0..<32).map { UInt8($0) })
+        let memo = VerifiedSignatures(capacity: 2)
+        let fields = URLSignature.Fields(kind: "large", assetPath: "a/b.jpg", scale: "2", expires: "2000")
+        let sig = try #require(URLSignature.signature(fields, key: key))
+        #expect(Outcome(URLSignature.verify(fields, keyID: "k1", signature: sig, keys: [key], now: 1000, verified: memo)) == .accepted)
+        #expect(memo.count == 1)
+        #expect(Outcome(URLSignature.verify(fields, keyID: "k1", signature: sig, keys: [key], now: 1000, verified: memo)) == .accepted)
+        // The remembered sig on other fields, or under another key id, is checked, and fails.
+        var tampered = fields
+        tampered.assetPath = "a/c.jpg"
+        #expect(Outcome(URLSignature.verify(tampered, keyID: "k1", signature: sig, keys: [key], now: 1000, verified: memo)) == .refused(.mismatch))
+        #expect(Outcome(URLSignature.verify(fields, keyID: "k2", signature: sig, keys: [key], now: 1000, verified: memo)) == .refused(.unknownKey))
+        // Past its expiry a remembered URL is refused like any other.
+        #expect(Outcome(URLSignature.verify(fields, keyID: "k1", signature: sig, keys: [key], now: 2001, verified: memo)) == .refused(.expired))
+        // Bounded: a third accepted URL starts it over.
+        for path in ["x/1.jpg", "x/2.jpg"] {
+            let other = URLSignature.Fields(kind: "large", assetPath: path)
+            let otherSig = try #require(URLSignature.signature(other, key: key))
+            #expect(Outcome(URLSignature.verify(other, keyID: "k1", signature: otherSig, keys: [key], now: 1000, verified: memo)) == .accepted)
+        }
+        #expect(memo.count <= 2)
+        // A long asset path is verified but not kept.
+        let long = URLSignature.Fields(kind: "large", assetPath: String(repeating: "p", count: 2000))
+        let longSig = try #require(URLSignature.signature(long, key: key))
+        let before = memo.count
+        #expect(Outcome(URLSignature.verify(long, keyID: "k1", signature: longSig, keys: [key], now: 1000, verified: memo)) == .accepted)
+        #expect(memo.count == before)
+    }
+}
+
+/// A verification's result as a value tests compare (`Result<Void, _>` is not Equatable).
+private enum Outcome: Equatable {
+    case accepted
+    case refused(URLSignature.Refusal)
+
+    init(_ result: Result<Void, URLSignature.Refusal>) {
+        switch result {
+        case .success: self = .accepted
+        case .failure(let refusal): self = .refused(refusal)
+        }
+    }
 }

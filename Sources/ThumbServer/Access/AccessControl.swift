@@ -13,6 +13,9 @@ package final class AccessControl: Sendable {
     let settings: AccessSettings
     let tokens: [(name: String, role: Role, sha256: [UInt8])]
     let keys: [URLSignature.Key]
+    /// What `keys` accepted lately: a signed thumbnail's every hit after its first costs a
+    /// comparison of its fields, not an HMAC.
+    let verifiedSignatures = VerifiedSignatures()
     let userRoles: [UInt32: Role]
     let groupRoles: [UInt32: Role]
     let operatorGroupID: UInt32?
@@ -221,7 +224,8 @@ package final class AccessControl: Sendable {
         if rule == .off || (rule == .optional && !given) {
             return call.isInlineSpec ? .needs(.client, "an inline spec (unsigned)", has: .public) : nil
         }
-        switch URLSignature.verify(call.signed, keyID: call.signatureKey, signature: call.signature, keys: keys, now: clock()) {
+        switch URLSignature.verify(call.signed, keyID: call.signatureKey, signature: call.signature, keys: keys, now: clock(),
+                                   verified: verifiedSignatures) {
         case .success: return nil
         case .failure(let refusal): return AccessRefusal(status: 403, code: refusal.code, message: refusal.message, reason: "signature")
         }
