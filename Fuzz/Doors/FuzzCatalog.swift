@@ -2,7 +2,7 @@ import Foundation
 import ThumbConfiguration
 import ThumbImaging
 
-/// The kinds every text and HTTP door resolves against: the README's example config (masks,
+/// The kinds every text and HTTP door resolves against: docs/configuration.md's example config (masks,
 /// radius, a grid kind, several scales) plus the built-in freedesktop flavours.
 enum FuzzCatalog {
     static let configText = #"""

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Signed thumbnail URLs: the imgproxy model in a format of our own, documented in the README.
+/// Signed thumbnail URLs: the imgproxy model in a format of our own, documented in docs/access.md.
 ///
 /// A URL `/v1/thumbnails/{kind}/{asset}?scale=&format=&expires=&key=&sig=` is signed by
 /// `sig = base64url(HMAC-SHA256(secret of key, canonical))`, without padding, where `canonical`

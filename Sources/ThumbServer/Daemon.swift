@@ -45,7 +45,7 @@ public final class Daemon {
     /// while start-up (`Daemon+Startup.swift`) opens the index and listens on a queue of its own.
     /// Hits are served as soon as the index is open; the cache and asset reconciles run in the
     /// background (`GET /readyz` says when they are done). READY=1 goes to systemd when the
-    /// socket serves (see the README: dependants may start then), STATUS says what is pending.
+    /// socket serves (see docs/operations.md: dependants may start then), STATUS says what is pending.
     public func run() -> Exit {
         let hold = StartupHold(environment: environment)
         // Before any thread exists: these signals are taken by the one signal-waiting thread.

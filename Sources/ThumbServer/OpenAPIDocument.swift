@@ -34,7 +34,7 @@ info:
     | 503 | `overloaded`, `shuttingDown` (Retry-After 5), `assetChanging`, `notStored`, `rendererUnavailable`, `indexUnavailable` (Retry-After 1 unless said) |
     | 504 | `timeout` (a `wait` ran out; the render goes on) |
 
-    **Who may do what** (README, "the access model"): every route needs a role, `public`,
+    **Who may do what** (docs/access.md, "the access model"): every route needs a role, `public`,
     `client` or `operator`, from the Unix socket peer's uid and groups, a bearer token, or
     anonymous TCP (`public`); `public` callers may need signed thumbnail URLs (`key`, `sig`,
     optional `expires` query parameters).
@@ -662,7 +662,7 @@ paths:
       operationId: getMetrics
       tags: [service]
       summary: Prometheus text exposition (version 0.0.4).
-      description: "`Content-Type: text/plain; version=0.0.4; charset=utf-8`. Metric names: see `monitoring/` and the README."
+      description: "`Content-Type: text/plain; version=0.0.4; charset=utf-8`. Metric names: see `monitoring/` and docs/operations.md."
       responses:
         "200":
           description: The metrics.

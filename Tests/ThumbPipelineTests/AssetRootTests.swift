@@ -55,7 +55,7 @@ import Glibc
         }
     }
 
-    /// The decision documented in the README: relative symlinks that stay inside the root work
+    /// The decision documented in docs/http-api.md: relative symlinks that stay inside the root work
     /// (the version names the file reached); absolute ones and any that climb out are refused.
     @Test(arguments: methods)
     func symlinksInsideWorkEscapesAreRefused(_ method: BeneathOpener.Method) throws {

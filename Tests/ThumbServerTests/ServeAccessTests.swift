@@ -102,7 +102,7 @@ import ThumbAccess
         try ServeCurl.request(url: "http://127.0.0.1:\(port)" + path, method: method, headers: headers, body: body, contentType: contentType)
     }
 
-    /// A URL signed by the README's signer in `language` (docs/signers).
+    /// A URL signed by docs/access.md's signer in `language` (docs/signers).
     func signed(_ language: String, key: String, secret: String, kind: String, asset: String, scale: String = "",
                 format: String = "", expires: String = "") throws -> String {
         let script = ServePaths.packageRoot + "/docs/signers/" + (language == "python" ? "sign.py" : "sign.mjs")
@@ -217,12 +217,12 @@ import ThumbAccess
         #expect(try tcp(port, "/v1/slots/app/c1", method: "DELETE").status == 403)
     }
 
-    @Test("the README's signers are the files the signing test runs")
-    func readmeSignersAreTheTestedFiles() throws {
-        let readme = try String(contentsOfFile: ServePaths.packageRoot + "/README.md", encoding: .utf8)
+    @Test("docs/access.md's signers are the files the signing test runs")
+    func accessDocSignersAreTheTestedFiles() throws {
+        let doc = try String(contentsOfFile: ServePaths.packageRoot + "/docs/access.md", encoding: .utf8)
         for (file, fence) in [("sign.py", "```python\n"), ("sign.mjs", "```js\n")] {
             let code = try String(contentsOfFile: ServePaths.packageRoot + "/docs/signers/" + file, encoding: .utf8)
-            #expect(readme.contains(fence + code + "```"), "README's \(fence) block differs from docs/signers/\(file)")
+            #expect(doc.contains(fence + code + "```"), "docs/access.md's \(fence) block differs from docs/signers/\(file)")
         }
     }
 }

@@ -1,4 +1,4 @@
-// A thumbd signed URL (README, "Signed URLs"): node sign.mjs KEY_ID HEX_SECRET KIND ASSET [SCALE] [FORMAT] [EXPIRES]
+// A thumbd signed URL (docs/access.md, "Signed URLs"): node sign.mjs KEY_ID HEX_SECRET KIND ASSET [SCALE] [FORMAT] [EXPIRES]
 import { createHmac } from "node:crypto";
 
 export function sign(keyId, secretHex, kind, asset, scale = "", format = "", expires = "") {

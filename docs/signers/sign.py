@@ -1,4 +1,4 @@
-# A thumbd signed URL (README, "Signed URLs"): python3 sign.py KEY_ID HEX_SECRET KIND ASSET [SCALE] [FORMAT] [EXPIRES]
+# A thumbd signed URL (docs/access.md, "Signed URLs"): python3 sign.py KEY_ID HEX_SECRET KIND ASSET [SCALE] [FORMAT] [EXPIRES]
 import base64, hashlib, hmac, sys, urllib.parse
 
 def sign(key_id, secret_hex, kind, asset, scale="", fmt="", expires=""):

@@ -51,7 +51,7 @@ int CThumb_SetNoNewPrivileges(void);
 /// anything not listed kills the process. On failure `*step` names what failed.
 int CThumb_SandboxApply(int socket, const char **step);
 
-/// The names of the system calls the filter allows (NULL-terminated), for tests and the README.
+/// The names of the system calls the filter allows (NULL-terminated), for tests and docs/pipeline.md.
 const char *const *CThumb_SandboxAllowedNames(void);
 /// The names refused with EPERM (NULL-terminated).
 const char *const *CThumb_SandboxRefusedNames(void);

@@ -93,8 +93,8 @@ public struct OutputFormatPolicy: Sendable, Equatable {
 
     public init() {}
 
-    /// A kind's formats. AVIF encodes take far longer than JPEG (see the README's AVIF
-    /// measurements): it comes only to kinds that are pre-rendered, never on a request's path.
+    /// A kind's formats. AVIF encodes take far longer than JPEG (see the AVIF
+    /// measurements of Benchmarks/README.md): it comes only to kinds that are pre-rendered, never on a request's path.
     public func formats(for kind: SlotKind) -> OutputFormats {
         if let own = byKind[kind.name] { return own }
         var formats = defaults

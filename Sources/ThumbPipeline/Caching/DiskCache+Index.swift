@@ -33,7 +33,7 @@ extension DiskCache {
 
     /// Per asset: its placeholder, valid for the version it was computed from (`version` is
     /// `AssetVersion.description`; a file that changed has none until it is decoded again), and
-    /// the focus its owner set (kept across edits of the file, gone with the asset; see README).
+    /// the focus its owner set (kept across edits of the file, gone with the asset; see docs/http-api.md).
     /// `placements` are where attention placed that version's crops (`AttentionPlacement`, as
     /// `DiskCache.placementsText` writes them), NULL or empty before any was placed.
     static let assetTables = """

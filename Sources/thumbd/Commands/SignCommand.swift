@@ -3,7 +3,7 @@ import ThumbAccess
 import ThumbConfiguration
 
 /// `thumbd sign`: a signed thumbnail URL (path and query) from the config's signing keys, for
-/// back ends, scripts and tests; the README gives the same algorithm in Python and JavaScript.
+/// back ends, scripts and tests; docs/access.md gives the same algorithm in Python and JavaScript.
 struct SignCommand: ThumbdCommand {
     static let name = "sign"
     static let summary = "print a signed thumbnail URL"
