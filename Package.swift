@@ -3,10 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "thumbd",
+    // The daemon is the product; its modules are its parts (`package` access between them), not
+    // libraries for others to link.
     products: [
         .executable(name: "thumbd", targets: ["thumbd"]),
-        .library(name: "ThumbImaging", targets: ["ThumbImaging"]),
-        .library(name: "ThumbPipeline", targets: ["ThumbPipeline"]),
     ],
     targets: [
         // System C libraries from Debian's -dev packages: module map + umbrella header only.

@@ -9,23 +9,23 @@ import ThumbPipeline
 /// (`kinds`, `scale` and `format` optional: the command's `--kinds`, every scale of each kind,
 /// the command's `--format` or each kind's preferred format).
 /// Every door parses into this type, bounded: see `parse`.
-public struct BatchJob: Sendable, Equatable {
+package struct BatchJob: Sendable, Equatable {
     /// Path relative to the asset root.
-    public var asset: String
-    public var kinds: [String]?
-    public var scale: Int?
+    package var asset: String
+    package var kinds: [String]?
+    package var scale: Int?
     /// The output format (any, AVIF included: a batch is off every request's path); nil: the
     /// command's default.
-    public var format: EncoderSettings.Format?
+    package var format: EncoderSettings.Format?
     /// Where the job came from (a claimed spool file), not part of its JSON.
-    public var origin: String?
+    package var origin: String?
 
     /// Largest job description (JSON line, spool file, `job` field), bytes.
-    public static let maxJobBytes = 64 << 10
+    package static let maxJobBytes = 64 << 10
     /// Most kinds one job may name.
-    public static let maxKinds = 32
+    package static let maxKinds = 32
 
-    public init(asset: String, kinds: [String]? = nil, scale: Int? = nil, format: EncoderSettings.Format? = nil, origin: String? = nil) {
+    package init(asset: String, kinds: [String]? = nil, scale: Int? = nil, format: EncoderSettings.Format? = nil, origin: String? = nil) {
         self.format = format
         self.asset = asset
         self.kinds = kinds
@@ -35,14 +35,14 @@ public struct BatchJob: Sendable, Equatable {
 
     /// Why a job description was refused: the field and its range, never more than a short
     /// prefix of what was given.
-    public struct FormatError: Error, Equatable, Sendable, CustomStringConvertible {
-        public var reason: String
-        public var description: String { reason }
-        public init(reason: String) { self.reason = reason }
+    package struct FormatError: Error, Equatable, Sendable, CustomStringConvertible {
+        package var reason: String
+        package var description: String { reason }
+        package init(reason: String) { self.reason = reason }
     }
 
     /// Parses one job's JSON. A pure function of its bytes: the job-line fuzz target drives it.
-    public static func parse(_ data: Data) throws(FormatError) -> BatchJob {
+    package static func parse(_ data: Data) throws(FormatError) -> BatchJob {
         guard data.count <= maxJobBytes else {
             throw FormatError(reason: "a job is at most \(maxJobBytes) bytes, this one \(data.count)")
         }
@@ -118,7 +118,7 @@ public struct BatchJob: Sendable, Equatable {
     /// (the JSON form) or `asset` with optional `kinds` (comma-separated, an inline spec keeping
     /// its options) and `scale`; other fields are the producer's own and are ignored. The same
     /// bounds as the JSON form. A pure function: the Redis-fields fuzz target drives it.
-    public static func parse(redisFields fields: [String]) throws(FormatError) -> BatchJob {
+    package static func parse(redisFields fields: [String]) throws(FormatError) -> BatchJob {
         var values: [String: String] = [:]
         var index = 0
         while index + 1 < fields.count {
@@ -146,7 +146,7 @@ public struct BatchJob: Sendable, Equatable {
 
     /// "large,48x48@3x,fill,circle" → ["large", "48x48@3x,fill,circle"]: an inline spec's
     /// options stay with their spec.
-    public static func splitKinds(_ text: String) -> [String] {
+    package static func splitKinds(_ text: String) -> [String] {
         var kinds: [String] = []
         for piece in text.split(separator: ",").map(String.init) {
             // The options of an inline spec (`SlotSpec`): they stay with the spec they follow.
@@ -160,7 +160,7 @@ public struct BatchJob: Sendable, Equatable {
         return kinds
     }
 
-    public var json: Data {
+    package var json: Data {
         var object: [String: Any] = ["asset": asset]
         if let kinds { object["kinds"] = kinds }
         if let scale { object["scale"] = scale }

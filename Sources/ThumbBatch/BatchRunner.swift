@@ -6,15 +6,15 @@ import ThumbPipeline
 /// Renders batch jobs through a pipeline at batch priority, on all its workers, into the cache
 /// or into an output tree `OUT/<kind>@<scale>x/<asset path>.<ext>`.
 /// Idempotent: thumbnails that are up to date are skipped.
-public final class BatchRunner {
-    public struct Failure: Error, Sendable, Equatable {
-        public var asset: String
-        public var kind: String
-        public var reason: String
+package final class BatchRunner {
+    package struct Failure: Error, Sendable, Equatable {
+        package var asset: String
+        package var kind: String
+        package var reason: String
         /// False for failures a retry may cure (an output write, a pipeline shutting down).
-        public var isPermanent: Bool
+        package var isPermanent: Bool
 
-        public init(asset: String, kind: String, reason: String, isPermanent: Bool = true) {
+        package init(asset: String, kind: String, reason: String, isPermanent: Bool = true) {
             self.asset = asset
             self.kind = kind
             self.reason = reason
@@ -23,26 +23,26 @@ public final class BatchRunner {
     }
 
     /// What a run did. Counts are of thumbnails (asset × kind × scale).
-    public struct Summary: Sendable {
-        public var rendered = 0
-        public var upToDate = 0
-        public var failures: [Failure] = []
-        public var elapsedSeconds = 0.0
-        public var total: Int { rendered + upToDate + failures.count }
-        public var imagesPerSecond: Double { elapsedSeconds > 0 ? Double(rendered) / elapsedSeconds : 0 }
+    package struct Summary: Sendable {
+        package var rendered = 0
+        package var upToDate = 0
+        package var failures: [Failure] = []
+        package var elapsedSeconds = 0.0
+        package var total: Int { rendered + upToDate + failures.count }
+        package var imagesPerSecond: Double { elapsedSeconds > 0 ? Double(rendered) / elapsedSeconds : 0 }
     }
 
     let pipeline: ThumbnailPipeline
     let catalog: SlotCatalog
     let defaultKinds: [String]
     /// The format of jobs that name none (`--format`); nil: each kind's preferred one.
-    public var defaultFormat: EncoderSettings.Format?
+    package var defaultFormat: EncoderSettings.Format?
     let outputTree: String?
     let assetRoot: String
     let maxInFlight: Int
-    public var progress: ((Summary, _ expected: Int?) -> Void)?
+    package var progress: ((Summary, _ expected: Int?) -> Void)?
 
-    public init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, defaultKinds: [String], outputTree: String?) {
+    package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, defaultKinds: [String], outputTree: String?) {
         self.pipeline = pipeline
         self.catalog = catalog
         self.defaultKinds = defaultKinds
@@ -81,7 +81,7 @@ public final class BatchRunner {
 
     /// Runs `jobs` (any sequence, read lazily); `jobDone` is told each job's failures once all
     /// its thumbnails are settled (for the spool's done/failed moves).
-    public func run(_ jobs: some Sequence<BatchJob>, expected: Int? = nil,
+    package func run(_ jobs: some Sequence<BatchJob>, expected: Int? = nil,
                     jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
         let start = ContinuousClock.now
         var summary = Summary()

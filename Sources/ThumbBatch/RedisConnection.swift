@@ -4,14 +4,14 @@ import Glibc
 #endif
 
 /// A reply from Redis.
-public indirect enum RedisValue: Sendable, Equatable {
+package indirect enum RedisValue: Sendable, Equatable {
     case string(String)
     case integer(Int64)
     case array([RedisValue])
     case null
     case status(String)
 
-    public var string: String? {
+    package var string: String? {
         switch self {
         case .string(let text), .status(let text): text
         case .integer(let value): String(value)
@@ -19,14 +19,14 @@ public indirect enum RedisValue: Sendable, Equatable {
         }
     }
 
-    public var array: [RedisValue] { if case .array(let items) = self { items } else { [] } }
+    package var array: [RedisValue] { if case .array(let items) = self { items } else { [] } }
 }
 
 /// A failed Redis command or connection: what was attempted and what Redis (or the socket) said.
-public struct RedisError: Error, Sendable, CustomStringConvertible {
-    public var operation: String
-    public var message: String
-    public var description: String { "\(operation): \(message)" }
+package struct RedisError: Error, Sendable, CustomStringConvertible {
+    package var operation: String
+    package var message: String
+    package var description: String { "\(operation): \(message)" }
 }
 
 /// One synchronous hiredis connection. Not thread-safe: one owner thread.

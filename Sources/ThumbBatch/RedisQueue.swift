@@ -14,18 +14,18 @@ import Glibc
 /// `claimIdle` by a dead consumer are taken over with `XAUTOCLAIM`. A job delivered more than
 /// `maxDeliveries` times (it keeps killing its consumers), and a job that cannot succeed (not a
 /// decodable image, no such asset, malformed), go to `STREAM:dead` with the reason.
-public final class RedisQueue {
-    public struct Address: Sendable, Equatable {
-        public var host: String
-        public var port: Int
-        public var stream: String
-        public var group = "thumbd"
+package final class RedisQueue {
+    package struct Address: Sendable, Equatable {
+        package var host: String
+        package var port: Int
+        package var stream: String
+        package var group = "thumbd"
         /// Milliseconds a job may stay pending on another consumer before it is taken over.
-        public var claimIdleMilliseconds = 60_000
-        public var maxDeliveries = 3
+        package var claimIdleMilliseconds = 60_000
+        package var maxDeliveries = 3
 
         /// `redis://HOST:PORT/STREAM[?group=G&claim-idle-ms=N&max-deliveries=N]`
-        public init?(_ url: String) {
+        package init?(_ url: String) {
             guard let components = URLComponents(string: url), components.scheme == "redis",
                   let host = components.host, !host.isEmpty else { return nil }
             let stream = String(components.path.dropFirst())
@@ -43,17 +43,17 @@ public final class RedisQueue {
             }
         }
 
-        public var results: String { stream + ":results" }
-        public var dead: String { stream + ":dead" }
+        package var results: String { stream + ":results" }
+        package var dead: String { stream + ":dead" }
     }
 
-    public let address: Address
+    package let address: Address
     let connection: RedisConnection
     let consumer: String
     /// Jobs handed out and not yet finished, by message id.
     private(set) var outstanding: Set<String> = []
     /// Malformed or over-delivered messages, already dead-lettered: for the summary.
-    public private(set) var rejected: [(id: String, reason: String)] = []
+    package private(set) var rejected: [(id: String, reason: String)] = []
 
     static let finishScript = """
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
@@ -66,7 +66,7 @@ public final class RedisQueue {
         return 1
         """
 
-    public init(address: Address) throws(RedisError) {
+    package init(address: Address) throws(RedisError) {
         self.address = address
         connection = try RedisConnection(host: address.host, port: address.port)
         var host = [CChar](repeating: 0, count: 256)
@@ -82,7 +82,7 @@ public final class RedisQueue {
 
     /// The next job: taken over from a dead consumer, or new. Nil once the stream is drained
     /// (nothing new, and nothing pending but this consumer's own outstanding jobs).
-    public func next() throws(RedisError) -> BatchJob? {
+    package func next() throws(RedisError) -> BatchJob? {
         while true {
             if let job = try takeOver() { return job }
             let reply = try connection.command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", "1", "BLOCK", "500",
@@ -140,13 +140,13 @@ public final class RedisQueue {
 
     /// Gives a job back unacknowledged (a failure a retry may cure): after `claimIdle` it is
     /// taken over again, by this or another consumer, until `maxDeliveries`.
-    public func release(id: String) {
+    package func release(id: String) {
         outstanding.remove(id)
     }
 
     /// Records the outcome and acknowledges, atomically and only if the job is still ours.
     /// `deadLetter`: also append the job to `STREAM:dead`.
-    public func finish(id: String, asset: String, failure: String?, deadLetter: Bool, job: String = "") throws(RedisError) {
+    package func finish(id: String, asset: String, failure: String?, deadLetter: Bool, job: String = "") throws(RedisError) {
         outstanding.remove(id)
         _ = try connection.command(["EVAL", Self.finishScript, "3", address.stream, address.results, address.dead,
                                     address.group, id, consumer, failure == nil ? "rendered" : "failed", asset,

@@ -7,14 +7,14 @@ import ThumbSystem
 /// producer's rename into it, or a file written there in place) or when it is told to stop (a
 /// socket pair, as `FolderWatcher`'s: the Glibc module has neither `eventfd` nor `pipe2`), instead of the consumer listing the folder every second: a job starts within
 /// milliseconds, an idle consumer costs nothing, and a stop does not wait out a sleep.
-public final class SpoolDoorbell: Sendable {
+package final class SpoolDoorbell: Sendable {
     private let inotifyDescriptor: Int32
     private let wakeReadDescriptor: Int32
     private let wakeWriteDescriptor: Int32
 
     /// Watches `folder`'s `incoming/` from now on: a job that lands while the consumer drains
     /// still rings when it next waits.
-    public init(folder: SpoolFolder) throws(SystemError) {
+    package init(folder: SpoolFolder) throws(SystemError) {
         let inotify = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
         var pair: [Int32] = [-1, -1]
         do {
@@ -41,7 +41,7 @@ public final class SpoolDoorbell: Sendable {
     /// Waits until `incoming/` changes, `ring` is called, or `timeoutMilliseconds` pass (a
     /// safety net: the consumer looks again even if an event was somehow lost). True when rung.
     @discardableResult
-    public func wait(timeoutMilliseconds: Int32) -> Bool {
+    package func wait(timeoutMilliseconds: Int32) -> Bool {
         var descriptors = [pollfd(fd: inotifyDescriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wakeReadDescriptor, events: Int16(POLLIN), revents: 0)]
         let count = nfds_t(descriptors.count)
@@ -58,7 +58,7 @@ public final class SpoolDoorbell: Sendable {
 
     /// Wakes a `wait` now, or the next one at once: the byte is never read, so the bell stays
     /// rung and a stop is never missed.
-    public func ring() {
+    package func ring() {
         var byte: UInt8 = 1
         _ = try? systemCall("write spool doorbell") { write(wakeWriteDescriptor, &byte, 1) }
     }

@@ -8,7 +8,7 @@ extension SpoolFolder {
     /// Claims and renders jobs until `incoming/` is empty; each job then moves to `done/` or
     /// `failed/`. Malformed job files are reported (and already in `failed/`).
     /// `keepGoing` is asked before each claim: a stopping daemon finishes the jobs it holds only.
-    public func drain(with runner: BatchRunner, keepGoing: @escaping () -> Bool = { true }) -> BatchRunner.Summary {
+    package func drain(with runner: BatchRunner, keepGoing: @escaping () -> Bool = { true }) -> BatchRunner.Summary {
         var malformed: [BatchRunner.Failure] = []
         let jobs = AnySequence { () -> AnyIterator<BatchJob> in
             AnyIterator {

@@ -9,14 +9,14 @@ import Glibc
 /// it into `claimed/` (rename is atomic: exactly one consumer wins), renders it, and moves it to
 /// `done/` or to `failed/` with the reason beside it (`NAME.reason`). Claims of a consumer that
 /// died are put back at start (at-least-once), at most `maxTakeOvers` times per job.
-public struct SpoolFolder: Sendable {
-    public let root: String
+package struct SpoolFolder: Sendable {
+    package let root: String
     var incoming: String { root + "/incoming" }
     var claimed: String { root + "/claimed" }
     var done: String { root + "/done" }
     var failed: String { root + "/failed" }
 
-    public init(root: String) throws {
+    package init(root: String) throws {
         self.root = root
         for folder in [root + "/incoming", root + "/claimed", root + "/done", root + "/failed"] {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -25,20 +25,20 @@ public struct SpoolFolder: Sendable {
 
     /// How often a claimed job is put back after its process died; the next death sends it to
     /// `failed/` (a job that kills its renderer must not crash every consumer that takes it).
-    public static let maxTakeOvers = 2
-    public static let diedReason = "the renderer died on this job"
+    package static let maxTakeOvers = 2
+    package static let diedReason = "the renderer died on this job"
 
     /// What `recoverClaims` did with the claims of processes that are gone.
-    public struct Recovery: Sendable, Equatable {
+    package struct Recovery: Sendable, Equatable {
         /// Put back into `incoming/`.
-        public var recovered = 0
+        package var recovered = 0
         /// Sent to `failed/`: their process died more than `maxTakeOvers` times on them.
-        public var gaveUp: [String] = []
+        package var gaveUp: [String] = []
     }
 
     /// Claimed files are named `PID.NAME`: a claim whose process is gone goes back to `incoming/`,
     /// counted in `claimed/.NAME.takeovers`; past `maxTakeOvers` it goes to `failed/` instead.
-    public func recoverClaims() -> Recovery {
+    package func recoverClaims() -> Recovery {
         var recovery = Recovery()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: claimed)) ?? [] {
             guard let dot = name.firstIndex(of: "."), let pid = Int32(name[..<dot]) else { continue }
@@ -62,7 +62,7 @@ public struct SpoolFolder: Sendable {
 
     /// `recoverClaims`, counting the jobs put back.
     @discardableResult
-    public func recoverAbandonedClaims() -> Int { recoverClaims().recovered }
+    package func recoverAbandonedClaims() -> Int { recoverClaims().recovered }
 
     func takeOverCounter(_ name: String) -> String { claimed + "/." + name + ".takeovers" }
 
@@ -74,14 +74,14 @@ public struct SpoolFolder: Sendable {
     }
 
     /// The outcome of claiming: a job, a malformed file (already moved to `failed/`), or nothing left.
-    public enum Claim: Sendable {
+    package enum Claim: Sendable {
         case job(BatchJob)
         case malformed(name: String, reason: String)
         case empty
     }
 
     /// Claims the oldest job file (by name) that no other consumer took first.
-    public func claimNext() -> Claim {
+    package func claimNext() -> Claim {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: incoming)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
         for name in names {
@@ -114,7 +114,7 @@ public struct SpoolFolder: Sendable {
     }
 
     /// Moves a claimed job to `done/`, or to `failed/` with `failure` written beside it.
-    public func finish(claimedPath: String, failure: String?) {
+    package func finish(claimedPath: String, failure: String?) {
         let claimedName = (claimedPath as NSString).lastPathComponent
         let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
         defer { unlink(takeOverCounter(name)) }

@@ -2,18 +2,18 @@ import Foundation
 import ThumbImaging
 
 /// A bad configuration: `key` is the JSON path of the offending value (`kinds.avatar.width`).
-public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var file: String
-    public var key: String
-    public var reason: String
+package struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var file: String
+    package var key: String
+    package var reason: String
 
-    public init(file: String, key: String, reason: String) {
+    package init(file: String, key: String, reason: String) {
         self.file = file
         self.key = key
         self.reason = reason
     }
 
-    public var description: String {
+    package var description: String {
         key.isEmpty ? "\(file): \(reason)" : "\(file): key '\(key)': \(reason)"
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import ThumbImaging
 
 /// A parsed JSON value (`JSONParser`: duplicate keys refused, `-0` is `0`).
-public enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
     static func parse(_ data: Data, file: String) throws(ConfigError) -> JSONValue {
@@ -14,17 +14,17 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     /// Why bytes are not a JSON document.
-    public struct SyntaxError: Error, Equatable, Sendable {
-        public var reason: String
+    package struct SyntaxError: Error, Equatable, Sendable {
+        package var reason: String
     }
 
     /// Parses one JSON document (any value at the top). Used for configs, request bodies and jobs.
-    public static func decode(_ data: Data) throws(SyntaxError) -> JSONValue {
+    package static func decode(_ data: Data) throws(SyntaxError) -> JSONValue {
         try JSONParser.parse(Array(data))
     }
 
     /// A short name of the value's type, for messages ("a string", "true").
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .null: "null"
         case .bool(let flag): "\(flag)"

@@ -6,7 +6,7 @@ extension PipelineConfiguration {
     /// The one mapping from the config file to a pipeline, for `serve` (and its spool) and
     /// `batch`: what a command does differently it sets afterwards, in one place of its own.
     /// `workers` overrides the file's (a command-line flag); nil with neither: one per core.
-    public init(_ config: ThumbConfig, assetRoot: String, cacheDirectory: String, workers: Int? = nil) {
+    package init(_ config: ThumbConfig, assetRoot: String, cacheDirectory: String, workers: Int? = nil) {
         self.init(assetRoot: assetRoot, cacheDirectory: cacheDirectory)
         memoryCacheBytes = config.service.memoryCacheBytes
         diskCacheBytes = config.service.diskCacheBytes

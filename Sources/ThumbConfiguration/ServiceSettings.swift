@@ -2,46 +2,46 @@ import ThumbImaging
 
 /// The daemon's part of the config: where the cache lives, how it listens, how much it may use.
 /// Budgets in bytes.
-public struct ServiceSettings: Sendable, Equatable {
-    public var cacheDirectory: String?
-    public var memoryCacheBytes = 64 << 20
-    public var diskCacheBytes = 2 << 30
+package struct ServiceSettings: Sendable, Equatable {
+    package var cacheDirectory: String?
+    package var memoryCacheBytes = 64 << 20
+    package var diskCacheBytes = 2 << 30
     /// Render threads; nil: one per core.
-    public var workers: Int?
-    public var maxQueuedJobs = 4096
+    package var workers: Int?
+    package var maxQueuedJobs = 4096
     /// Slots (reused cells) remembered at once, and the bytes their ids may take.
-    public var maxSlots = 100_000
-    public var maxSlotTableBytes = 32 << 20
+    package var maxSlots = 100_000
+    package var maxSlotTableBytes = 32 << 20
     /// A slot idle this long is forgotten, token and all, seconds.
-    public var slotIdleSeconds = 600
+    package var slotIdleSeconds = 600
     /// Unix socket path; nil: `$RUNTIME_DIRECTORY/thumbd.sock` or `./thumbd.sock`.
-    public var socketPath: String?
+    package var socketPath: String?
     /// Permission bits of the socket file.
-    public var socketMode = 0o660
+    package var socketMode = 0o660
     /// Group owning the socket file (name), if any.
-    public var socketGroup: String?
+    package var socketGroup: String?
     /// Optional loopback TCP listener, "HOST:PORT".
-    public var listen: String?
+    package var listen: String?
     /// Open connections per listener.
-    public var maxConnections = 1024
+    package var maxConnections = 1024
     /// HTTP threads per listener.
-    public var httpThreads = 2
+    package var httpThreads = 2
     /// Longest `wait` a request may ask for, milliseconds; also the default.
-    public var maxWaitMilliseconds = 30_000
+    package var maxWaitMilliseconds = 30_000
     /// A spool folder the daemon drains in the background (batch priority), if any.
-    public var spool: String?
+    package var spool: String?
     /// Decode in sandboxed worker processes (the default). `false` decodes in the daemon's own
     /// threads: only to measure what the sandbox costs.
-    public var sandbox = true
+    package var sandbox = true
     /// Address space of one render worker process (RLIMIT_AS), bytes: a decoder's memory bomb
     /// ends that worker, not the daemon. The default holds the largest decode the image limits
     /// allow (1 GiB of libjpeg memory, a 256 MiB source, the output's float image) with room.
-    public var workerMemoryBytes = 4 << 30
+    package var workerMemoryBytes = 4 << 30
     /// Longest one render may take, seconds (wall clock; a worker runs one render on one thread,
     /// so its CPU time is within it). Past it the worker is killed and the file remembered.
-    public var renderSeconds: Double = 60
+    package var renderSeconds: Double = 60
 
-    public init() {}
+    package init() {}
 }
 
 extension ThumbConfig {
@@ -85,11 +85,11 @@ extension ThumbConfig {
 }
 
 /// A loopback TCP address, "127.0.0.1:8080" or "[::1]:8080" or "localhost:8080".
-public struct ListenAddress: Sendable, Equatable {
-    public var host: String
-    public var port: UInt16
+package struct ListenAddress: Sendable, Equatable {
+    package var host: String
+    package var port: UInt16
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

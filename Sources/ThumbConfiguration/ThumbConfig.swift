@@ -3,22 +3,22 @@ import Foundation
 import ThumbImaging
 
 /// thumbd's configuration file (JSON). Relative paths are resolved against the file's folder.
-public struct ThumbConfig: Sendable, Equatable {
+package struct ThumbConfig: Sendable, Equatable {
     /// The asset root, when the file names one.
-    public var assetRoot: String?
-    public var catalog = SlotCatalog()
-    public var limits = ImageLimits()
-    public var encoder = EncoderSettings()
-    public var outputFormats = OutputFormatPolicy()
-    public var shrinkTuning = ShrinkPlan.Tuning()
-    public var service = ServiceSettings()
+    package var assetRoot: String?
+    package var catalog = SlotCatalog()
+    package var limits = ImageLimits()
+    package var encoder = EncoderSettings()
+    package var outputFormats = OutputFormatPolicy()
+    package var shrinkTuning = ShrinkPlan.Tuning()
+    package var service = ServiceSettings()
     /// Who may do what (`access`).
     package var access = AccessSettings()
 
-    public init() {}
+    package init() {}
 
     /// Reads and validates `path`; every error names the file and the key.
-    public static func load(path: String) throws(ConfigError) -> ThumbConfig {
+    package static func load(path: String) throws(ConfigError) -> ThumbConfig {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -32,7 +32,7 @@ public struct ThumbConfig: Sendable, Equatable {
     /// Parses and validates a config's bytes: every value is held to its range, and every error
     /// names the file, the key and the range. A pure function of its input (no file is read),
     /// used by `load`, by the daemon's reload and by the fuzz target for kind configs.
-    public static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
+    package static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
         try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "access"])
         var config = ThumbConfig()

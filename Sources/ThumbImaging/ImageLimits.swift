@@ -1,22 +1,22 @@
 /// Limits checked from the file's header before any pixel buffer is allocated.
-public struct ImageLimits: Sendable, Equatable {
+package struct ImageLimits: Sendable, Equatable {
     /// Largest source, in pixels (width × height). 250 MP lets a 200 MP phone photo through.
-    public var maxPixels: Int = 250_000_000
+    package var maxPixels: Int = 250_000_000
     /// Largest source width or height, in pixels.
-    public var maxDimension: Int = 65_500
+    package var maxDimension: Int = 65_500
     /// Largest source file, in bytes.
-    public var maxFileBytes: Int = 256 << 20
+    package var maxFileBytes: Int = 256 << 20
     /// Most progressive JPEG scans decoded; real encoders write about 10.
-    public var maxProgressiveScans: Int = 256
+    package var maxProgressiveScans: Int = 256
     /// Working memory libjpeg may use for one decode (coefficient buffers of progressive files), bytes.
-    public var maxDecoderMemoryBytes: Int = 1 << 30
+    package var maxDecoderMemoryBytes: Int = 1 << 30
     /// Largest output, in pixels (width × height), upscaled or not; checked against the slot's
     /// size before any work. 4096 × 4096: the largest freedesktop.org kind (xx-large, 1024 pt)
     /// at the largest scale (4x). An output that size is 64 MB as 8-bit RGBA and about 256 MB
     /// as the float image the resampler writes; an 8192 × 8192 upscale cost 23–60 s and 3 GB.
-    public var maxOutputPixels: Int = 4096 * 4096
+    package var maxOutputPixels: Int = 4096 * 4096
 
-    public init() {}
+    package init() {}
 
     /// Refuses an output of `size` over `maxOutputPixels` (kinds built in code skip the doors
     /// that check this; the renderer checks again).

@@ -1,6 +1,6 @@
 /// Why an image could not be turned into a thumbnail. Each case maps to one exit code and one
 /// HTTP status; `reason` is one line for a person, naming what the decoder or check said.
-public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Not a JPEG or PNG at all (by content, whatever its name).
     case unsupportedFormat(reason: String)
     /// A JPEG or PNG that the decoder aborted on.
@@ -14,7 +14,7 @@ public enum ImagingError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The encoder failed (should not happen for valid pixels).
     case encodingFailed(reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unsupportedFormat(let reason): "not a supported image: \(reason)"
         case .undecodable(let reason): "cannot decode: \(reason)"

@@ -9,11 +9,11 @@ import ThumbSystem
 /// episode, never per request. And, when `PipelineConfiguration.logsRenders` (the daemon), one
 /// event per render, with the fields that find it (`LogFields`). The daemon sends it to its log (syslog priorities for journald);
 /// the default writes plain lines to stderr.
-public struct PipelineLog: Sendable {
-    public enum Level: Int, Sendable, CustomStringConvertible {
+package struct PipelineLog: Sendable {
+    package enum Level: Int, Sendable, CustomStringConvertible {
         case warning = 4, notice = 5, info = 6
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .warning: "warning"
             case .notice: "notice"
@@ -25,21 +25,21 @@ public struct PipelineLog: Sendable {
     private let sink: @Sendable (Level, String, LogFields) -> Void
 
     /// A sink that keeps the events' fields (the daemon's journal and JSON lines).
-    public init(fields sink: @escaping @Sendable (Level, String, LogFields) -> Void) {
+    package init(fields sink: @escaping @Sendable (Level, String, LogFields) -> Void) {
         self.sink = sink
     }
 
     /// A sink of messages only.
-    public init(_ sink: @escaping @Sendable (Level, String) -> Void) {
+    package init(_ sink: @escaping @Sendable (Level, String) -> Void) {
         self.sink = { level, message, _ in sink(level, message) }
     }
 
-    public func warning(_ message: String, _ fields: LogFields = LogFields()) { sink(.warning, message, fields) }
-    public func notice(_ message: String, _ fields: LogFields = LogFields()) { sink(.notice, message, fields) }
-    public func info(_ message: String, _ fields: LogFields = LogFields()) { sink(.info, message, fields) }
+    package func warning(_ message: String, _ fields: LogFields = LogFields()) { sink(.warning, message, fields) }
+    package func notice(_ message: String, _ fields: LogFields = LogFields()) { sink(.notice, message, fields) }
+    package func info(_ message: String, _ fields: LogFields = LogFields()) { sink(.info, message, fields) }
 
     /// "thumbd: warning: …" lines on stderr.
-    public static let standardError = PipelineLog { level, message in
+    package static let standardError = PipelineLog { level, message in
         let bytes = Array("thumbd: \(level): \(JSONLines.textLine(message))\n".utf8)
         var offset = 0
         while offset < bytes.count {
@@ -50,22 +50,22 @@ public struct PipelineLog: Sendable {
     }
 
     /// Nothing (benchmarks).
-    public static let discard = PipelineLog { _, _ in }
+    package static let discard = PipelineLog { _, _ in }
 }
 
 /// What an event is about, for filtering a log by it: journald fields (`THUMBD_ASSET=` …, see
 /// `journalFields`), keys of a JSON line. Empty fields are left out.
-public struct LogFields: Sendable, Equatable {
+package struct LogFields: Sendable, Equatable {
     /// The asset's path below the asset root.
-    public var asset: String?
+    package var asset: String?
     /// The kind and scale rendered, "contact-avatar@3x".
-    public var kind: String?
+    package var kind: String?
     /// The clients (a slot's `client`) whose requests waited for it, comma-separated.
-    public var client: String?
+    package var client: String?
     /// What happened, one word: `rendered`, `render-failed`.
-    public var event: String?
+    package var event: String?
 
-    public init(asset: String? = nil, kind: String? = nil, client: String? = nil, event: String? = nil) {
+    package init(asset: String? = nil, kind: String? = nil, client: String? = nil, event: String? = nil) {
         self.asset = asset
         self.kind = kind
         self.client = client
@@ -73,13 +73,13 @@ public struct LogFields: Sendable, Equatable {
     }
 
     /// (journal field, value) pairs: THUMBD_ASSET, THUMBD_KIND, THUMBD_CLIENT, THUMBD_EVENT.
-    public var journalFields: [(String, String)] {
+    package var journalFields: [(String, String)] {
         [("THUMBD_ASSET", asset), ("THUMBD_KIND", kind), ("THUMBD_CLIENT", client), ("THUMBD_EVENT", event)]
             .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
     }
 
     /// (JSON key, value) pairs: asset, kind, client, event.
-    public var jsonMembers: [(String, String)] {
+    package var jsonMembers: [(String, String)] {
         [("asset", asset), ("kind", kind), ("client", client), ("event", event)]
             .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
     }

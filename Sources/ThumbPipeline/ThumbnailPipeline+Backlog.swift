@@ -3,18 +3,18 @@ import Synchronization
 import ThumbImaging
 
 /// The pre-render backlog's counters, for `/metrics` and STATUS.
-public struct BacklogMetrics: Sendable, Equatable {
+package struct BacklogMetrics: Sendable, Equatable {
     /// Gauges: rows in the index, and assets being pre-rendered from it now.
-    public var rows = 0
-    public var assetsInFlight = 0
+    package var rows = 0
+    package var assetsInFlight = 0
     /// Counters: rows added, rows done (rendered, or found cached, failed for good or gone),
     /// transient failures sent to the back, rows given up after `maxAttempts`, assets refused
     /// at the cap (`PipelineConfiguration.maxBacklogAssets`).
-    public var enqueued = 0
-    public var drained = 0
-    public var retried = 0
-    public var gaveUp = 0
-    public var refused = 0
+    package var enqueued = 0
+    package var drained = 0
+    package var retried = 0
+    package var gaveUp = 0
+    package var refused = 0
 }
 
 /// The drain: takes backlog rows in order whenever the job queue has room for batch work (a job

@@ -5,20 +5,20 @@ import ThumbImaging
 /// its thumbnail afterwards, as if it had been asked after the purge.
 extension ThumbnailPipeline {
     /// The index's counts, and the memory cache's.
-    public var detailedCacheStatistics: (disk: CacheStatistics, memory: (bytes: Int, entries: Int)) {
+    package var detailedCacheStatistics: (disk: CacheStatistics, memory: (bytes: Int, entries: Int)) {
         (disk.detailedStatistics, memory.statistics)
     }
 
     /// The thumbnails, placeholder and failure record of the asset at `assetPath` (as the index
     /// keys it: the path under the asset folder), on disk and in memory.
-    public func purgeCache(asset assetPath: String, keepingFailures: Bool = false) -> CachePurge {
+    package func purgeCache(asset assetPath: String, keepingFailures: Bool = false) -> CachePurge {
         let purge = disk.removeThumbnails(ofAssets: [assetPath], keepingFailures: keepingFailures)
         memory.removeThumbnails(ofAsset: assetPath)
         return purge
     }
 
     /// The same for every asset under `folder`.
-    public func purgeCache(under folder: String, keepingFailures: Bool = false) -> CachePurge {
+    package func purgeCache(under folder: String, keepingFailures: Bool = false) -> CachePurge {
         let purge = disk.purge(under: folder, keepingFailures: keepingFailures)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
@@ -27,7 +27,7 @@ extension ThumbnailPipeline {
     /// Every thumbnail of `kind` (all encodings; all scales, or `scale` only), on disk and in
     /// memory (where the assets it touched lose all their thumbnails: memory refills from disk
     /// on the next hit).
-    public func purgeCache(kind: SlotKind, scale: Int? = nil) -> CachePurge {
+    package func purgeCache(kind: SlotKind, scale: Int? = nil) -> CachePurge {
         let purge = disk.purge(kindMarker: CacheKey.kindMarker(kind), scale: scale)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge

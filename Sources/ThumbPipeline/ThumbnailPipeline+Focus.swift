@@ -2,11 +2,11 @@ import ThumbImaging
 
 /// Why an asset's focus could not be read or changed: the asset (not there, outside the root…),
 /// or the index that keeps it.
-public enum FocusError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum FocusError: Error, Equatable, Sendable, CustomStringConvertible {
     case asset(ThumbFailure)
     case index(CacheError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .asset(let failure): failure.description
         case .index(let error): "the index cannot keep the focus: \(error)"
@@ -30,14 +30,14 @@ extension ThumbnailPipeline {
 
     /// The asset's focus; the path is resolved (confined, must exist) and answered as the root
     /// knows it (the form the index keys by).
-    public func focus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, focus: FocusRegion?) {
+    package func focus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, focus: FocusRegion?) {
         let path = try resolvedFocusPath(assetPath)
         return (path, disk.focus(ofAsset: path))
     }
 
     /// Sets (or replaces) the asset's focus. Returns the asset's path as the root knows it.
     @discardableResult
-    public func setFocus(_ focus: FocusRegion, ofAssetPath assetPath: String) throws(FocusError) -> String {
+    package func setFocus(_ focus: FocusRegion, ofAssetPath assetPath: String) throws(FocusError) -> String {
         let path = try resolvedFocusPath(assetPath)
         do {
             try disk.setFocus(focus, ofAsset: path)
@@ -50,7 +50,7 @@ extension ThumbnailPipeline {
 
     /// Removes the asset's focus; `removed` false when it had none.
     @discardableResult
-    public func removeFocus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, removed: Bool) {
+    package func removeFocus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, removed: Bool) {
         let path = try resolvedFocusPath(assetPath)
         let removed: Bool
         do {

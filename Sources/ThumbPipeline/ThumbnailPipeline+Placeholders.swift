@@ -1,7 +1,7 @@
 import ThumbImaging
 
 /// What the pipeline knows of one asset's placeholder.
-public enum PlaceholderState: Sendable, Equatable {
+package enum PlaceholderState: Sendable, Equatable {
     /// Computed from the asset's current version (`version` is opaque: it changes with the file).
     case known(Placeholder, version: String)
     /// The asset exists and its placeholder is on its way (queued, or being decoded).
@@ -63,7 +63,7 @@ extension ThumbnailPipeline {
     /// current version, then one batch look-up in the index. An existing asset without one for
     /// that version gets a render of `kind` at `scale` queued at `priority` (coalescing with
     /// any job of the same thumbnail), which computes it; even when that thumbnail is cached.
-    public func placeholders(ofAssets paths: [String], rendering kind: SlotKind, scale: Int,
+    package func placeholders(ofAssets paths: [String], rendering kind: SlotKind, scale: Int,
                              priority: Priority = .prefetch, format: EncoderSettings.Format? = nil) -> [PlaceholderState] {
         var resolved: [(absolutePath: String, version: AssetVersion)?] = []
         var states: [PlaceholderState?] = []
@@ -100,14 +100,14 @@ extension ThumbnailPipeline {
 
     /// The placeholder of the version a thumbnail was rendered from, if the index has it (no
     /// file status read: the key's descriptor names the version).
-    public func placeholder(of thumbnail: CachedThumbnail) -> Placeholder? {
+    package func placeholder(of thumbnail: CachedThumbnail) -> Placeholder? {
         guard let row = disk.storedPlaceholders(ofAssets: [thumbnail.key.assetPath])[thumbnail.key.assetPath],
               thumbnail.key.descriptor.hasPrefix("v\(CacheKey.pipelineVersion)|\(row.version)|") else { return nil }
         return row.placeholder
     }
 
     /// The placeholder of an asset's current version (resolves the path: one status read), or nil.
-    public func knownPlaceholder(assetPath: String) -> Placeholder? {
+    package func knownPlaceholder(assetPath: String) -> Placeholder? {
         guard let version = try? assets.resolve(assetPath).version else { return nil }
         return disk.placeholder(of: version)
     }

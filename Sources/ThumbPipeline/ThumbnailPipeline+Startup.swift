@@ -6,38 +6,38 @@ import ThumbSystem
 /// Holds the background reconcile at its start until `release()`: tests use it to look at a
 /// pipeline (or a daemon) that serves while its reconcile has not run. Stopping the pipeline
 /// releases it too.
-public final class ReconcileGate: Sendable {
+package final class ReconcileGate: Sendable {
     private let held: Mutex<Bool>
     private let opened = DispatchSemaphore(value: 0)
 
-    public init(held: Bool = true) {
+    package init(held: Bool = true) {
         self.held = Mutex(held)
     }
 
-    public func release() {
+    package func release() {
         if held.withLock({ held in defer { held = false }; return held }) { opened.signal() }
     }
 
     /// Waits while held (one waiter at a time).
-    public func pass() {
+    package func pass() {
         if held.withLock({ $0 }) { opened.wait() }
     }
 }
 
 /// How far the start-up work done in the background has come: the cache's files reconciled
 /// with its index, then the asset folder with the index. `/readyz` and the daemon's STATUS read it.
-public struct StartupProgress: Sendable, Equatable {
-    public var cacheFiles = DiskCache.FileReconcileProgress()
-    public var cacheReconciled = false
+package struct StartupProgress: Sendable, Equatable {
+    package var cacheFiles = DiskCache.FileReconcileProgress()
+    package var cacheReconciled = false
     /// Assets looked at by the asset reconcile under way (or the last one).
-    public var assetsChecked = 0
-    public var assetsReconciled = false
+    package var assetsChecked = 0
+    package var assetsReconciled = false
 
     /// Both reconciles are done: what is served and pre-rendered matches the folders.
-    public var isReady: Bool { cacheReconciled && assetsReconciled }
+    package var isReady: Bool { cacheReconciled && assetsReconciled }
 
     /// What is not done yet: "cache", "assets".
-    public var pending: [String] {
+    package var pending: [String] {
         (cacheReconciled ? [] : ["cache"]) + (assetsReconciled ? [] : ["assets"])
     }
 }
@@ -61,7 +61,7 @@ final class PipelineStartup: Sendable {
 
 extension ThumbnailPipeline {
     /// Where start-up stands (see `StartupProgress`).
-    public var startupProgress: StartupProgress { startup.progress.withLock { $0 } }
+    package var startupProgress: StartupProgress { startup.progress.withLock { $0 } }
 
     /// From `init`: the cache's files are reconciled with its index in the background (hits are
     /// served from the index meanwhile); once that is done the backlog starts to drain.
@@ -82,7 +82,7 @@ extension ThumbnailPipeline {
     /// Reconciles the asset folder with the index in the background, after the cache's own
     /// reconcile: at start (`startWatching`), after a `.rescan`, or when the watcher cannot run.
     /// Asked again while one runs, it runs once more after it (never twice at once).
-    public func reconcileInBackground() {
+    package func reconcileInBackground() {
         let starts = startup.assetPasses.withLock { passes -> Bool in
             if passes.scheduled {
                 passes.again = true

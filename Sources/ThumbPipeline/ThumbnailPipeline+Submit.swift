@@ -168,7 +168,7 @@ extension ThumbnailPipeline {
     /// `format` nil: the kind's preferred format. `scanned`: the version a scan of the root
     /// (`AssetScanner`: confined, regular, not excluded) just read — no resolution again, whose
     /// cost by path grows with the depth.
-    public func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil,
+    package func prerender(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .batch, group: String? = nil,
                           format: EncoderSettings.Format? = nil, scanned: AssetVersion? = nil) -> Bool {
         guard let resolved = scanned.map({ (absolutePath: assets.path + "/" + $0.path, version: $0) }) ?? (try? assets.resolve(assetPath))
         else { return false }
@@ -189,7 +189,7 @@ extension ThumbnailPipeline {
     }
 
     /// Whether the disk cache holds this thumbnail for the asset's current version (no render, no read).
-    public func isCached(assetPath: String, kind: SlotKind, scale: Int, format: EncoderSettings.Format? = nil) -> Bool {
+    package func isCached(assetPath: String, kind: SlotKind, scale: Int, format: EncoderSettings.Format? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
         return disk.contains(cacheKey(asset: resolved.version, kind: kind, scale: scale,
                                       encoder: configuration.encoder(for: kind, format: format)))
@@ -198,7 +198,7 @@ extension ThumbnailPipeline {
     /// Withdraws a prefetch batch: its work is cancelled unless someone else wants it.
     /// Returns how many of its requests were still waiting.
     @discardableResult
-    public func cancelGroup(_ group: String) -> Int {
+    package func cancelGroup(_ group: String) -> Int {
         state.withLock { state in
             // Prefetch waiters have no completion: nothing to deliver.
             state.groups.withdraw(group).reduce(0) { count, reference in count + (state.detach(reference) == nil ? 0 : 1) }

@@ -9,7 +9,7 @@ extension ThumbnailPipeline {
     /// cache's own reconcile): new and changed assets are queued for pre-rendering (the backlog,
     /// drained at batch priority, for the `pregenerated` kinds), changed and deleted ones lose
     /// their thumbnails at once. Stop the returned watcher before `shutdown`.
-    public func startWatching() throws(SystemError) -> FolderWatcher {
+    package func startWatching() throws(SystemError) -> FolderWatcher {
         let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds,
                                         coverage: watchCoverage, drained: { [weak self] in self?.flushRemovals() }) {
             [weak self] event in self?.handleWatched(event)
@@ -43,7 +43,7 @@ extension ThumbnailPipeline {
 
     /// Drops the thumbnails of assets that are gone and queues the missing pre-renders, on this
     /// thread (`reconcileInBackground` is the usual way).
-    public func reconcile() {
+    package func reconcile() {
         reconcileAssets(shouldStop: { false }, progress: { _ in })
     }
 

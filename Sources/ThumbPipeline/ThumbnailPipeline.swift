@@ -12,8 +12,8 @@ import ThumbWorker
 /// gets exactly one answer. The bookkeeping (`PipelineState`: the slot table, the job table)
 /// sits under one lock, which only decides; answers are delivered after it is released, through
 /// the `DeliveryGate`, which keeps "a superseded request is never answered with bytes".
-public final class ThumbnailPipeline: Sendable {
-    public let configuration: PipelineConfiguration
+package final class ThumbnailPipeline: Sendable {
+    package let configuration: PipelineConfiguration
     let assets: AssetRoot
     let memory: MemoryCache
     let disk: DiskCache
@@ -47,7 +47,7 @@ public final class ThumbnailPipeline: Sendable {
     /// request, a memory hit and a vouched hit of `metrics`.
     let lockFreeHits = Atomic<Int>(0)
 
-    public convenience init(configuration: PipelineConfiguration) throws {
+    package convenience init(configuration: PipelineConfiguration) throws {
         try self.init(configuration: configuration, startsWorkers: true)
     }
 
@@ -85,13 +85,13 @@ public final class ThumbnailPipeline: Sendable {
     /// calls made from inside a completion). Do not call `submit` while holding a lock that your
     /// completions take: `submit` may wait for a completion of its slot that is under way.
     @discardableResult
-    public func submit(_ request: PipelineRequest,
+    package func submit(_ request: PipelineRequest,
                        completion: @escaping @Sendable (PipelineResponse) -> Void) -> UInt64? {
         prepare(request, completion: completion)
     }
 
     /// Async form of `submit`.
-    public func thumbnail(_ request: PipelineRequest) async -> PipelineResponse {
+    package func thumbnail(_ request: PipelineRequest) async -> PipelineResponse {
         await withCheckedContinuation { continuation in
             submit(request) { continuation.resume(returning: $0) }
         }
@@ -100,7 +100,7 @@ public final class ThumbnailPipeline: Sendable {
     /// The `prepareForReuse` moment: the slot's live request (if any) is answered `cancelled`
     /// and its work cancelled unless someone else still wants it. Once `release` has returned,
     /// no request of the slot made before it is handed bytes.
-    public func release(_ slot: SlotID) {
+    package func release(_ slot: SlotID) {
         locked { state, answers in
             let (known, live) = state.slots.release(slot)
             guard known else { return }
@@ -113,12 +113,12 @@ public final class ThumbnailPipeline: Sendable {
     }
 
     /// Drops every thumbnail of an asset (memory and disk) and its negative entry.
-    public func invalidate(assetPath: String) {
+    package func invalidate(assetPath: String) {
         memory.removeThumbnails(ofAsset: assetPath)
         disk.removeThumbnails(ofAsset: assetPath)
     }
 
-    public var metrics: PipelineMetrics {
+    package var metrics: PipelineMetrics {
         var metrics = state.withLock { state in
             var metrics = state.metrics
             metrics.queuedJobs = state.jobs.queuedJobsByPriority
@@ -146,7 +146,7 @@ public final class ThumbnailPipeline: Sendable {
         return metrics
     }
 
-    public var cacheStatistics: (memory: (bytes: Int, entries: Int), disk: (bytes: Int, entries: Int)) {
+    package var cacheStatistics: (memory: (bytes: Int, entries: Int), disk: (bytes: Int, entries: Int)) {
         (memory.statistics, disk.statistics)
     }
 
@@ -154,7 +154,7 @@ public final class ThumbnailPipeline: Sendable {
     /// `shuttingDown`, running renders finish (or stop at their next checkpoint when nobody
     /// waits), workers exit, the index closes.
     /// Not from a completion: it waits for the workers, whose thread that may be.
-    public func shutdown() {
+    package func shutdown() {
         // The background reconciles stop at their next batch; the backlog takes no more rows
         // (queued pre-renders are answered below and their rows stay for the next start).
         stopReconciling()

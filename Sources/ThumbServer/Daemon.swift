@@ -11,20 +11,20 @@ import ThumbSystem
 
 /// `thumbd serve`: wires config, pipeline, watcher, listeners and HTTP together, then runs the
 /// main loop (signals, watchdog) until SIGTERM or SIGINT.
-public final class Daemon {
+package final class Daemon {
     /// Command-line overrides of the config file.
-    public struct Options: Sendable {
-        public var configPath: String?
-        public var assets: String?
-        public var cache: String?
-        public var socket: String?
-        public var listen: String?
-        public var workers: Int?
-        public init() {}
+    package struct Options: Sendable {
+        package var configPath: String?
+        package var assets: String?
+        package var cache: String?
+        package var socket: String?
+        package var listen: String?
+        package var workers: Int?
+        package init() {}
     }
 
     /// sysexits-style outcomes of `run`.
-    public enum Exit: Int32, Sendable {
+    package enum Exit: Int32, Sendable {
         /// `inUse` (EX_TEMPFAIL): another process has the cache folder open or answers on the
         /// socket (or has the TCP address): this one refuses to share, and touches neither.
         case ok = 0, unavailable = 69, software = 70, osError = 71, cannotCreate = 73, inUse = 75, config = 78
@@ -34,7 +34,7 @@ public final class Daemon {
     let environment = ProcessInfo.processInfo.environment
     let notifier: SystemdNotifier
 
-    public init(options: Options) {
+    package init(options: Options) {
         self.options = options
         notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
     }
@@ -46,7 +46,7 @@ public final class Daemon {
     /// Hits are served as soon as the index is open; the cache and asset reconciles run in the
     /// background (`GET /readyz` says when they are done). READY=1 goes to systemd when the
     /// socket serves (see docs/operations.md: dependants may start then), STATUS says what is pending.
-    public func run() -> Exit {
+    package func run() -> Exit {
         let hold = StartupHold(environment: environment)
         // Before any thread exists: these signals are taken by the one signal-waiting thread.
         var signals = sigset_t()

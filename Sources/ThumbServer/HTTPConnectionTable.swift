@@ -11,16 +11,16 @@ import ThumbSystem
 /// How long a client may take to send a whole request (headers and body). libmicrohttpd's own
 /// timeout restarts with every byte, so a client trickling a byte every few seconds would hold
 /// its connection for ever; this deadline does not move.
-public struct HTTPRequestDeadline: Sendable, Equatable {
+package struct HTTPRequestDeadline: Sendable, Equatable {
     /// From the moment a connection is ready for a request (accepted, or its previous answer
     /// sent) to the moment the request is whole.
-    public var seconds: Double
+    package var seconds: Double
     /// The same while a listener is crowded: slow (or idle keep-alive) connections make room first.
-    public var crowdedSeconds: Double
+    package var crowdedSeconds: Double
     /// A listener is crowded from this share of its connection limit on.
-    public var crowdedFraction: Double
+    package var crowdedFraction: Double
 
-    public init(seconds: Double = 10, crowdedSeconds: Double = 1, crowdedFraction: Double = 0.75) {
+    package init(seconds: Double = 10, crowdedSeconds: Double = 1, crowdedFraction: Double = 0.75) {
         self.seconds = seconds
         self.crowdedSeconds = crowdedSeconds
         self.crowdedFraction = crowdedFraction
@@ -37,15 +37,15 @@ public struct HTTPRequestDeadline: Sendable, Equatable {
 }
 
 /// Counters of every HTTP server of this process, for /metrics.
-public final class HTTPTransportMetrics: Sendable {
-    public static let process = HTTPTransportMetrics()
+package final class HTTPTransportMetrics: Sendable {
+    package static let process = HTTPTransportMetrics()
 
     /// Connections closed because their request was not whole by the deadline...
-    public let slowClientsCut = Atomic<Int>(0)
+    package let slowClientsCut = Atomic<Int>(0)
     /// ...or by the shorter deadline of a crowded listener.
-    public let slowClientsCutWhileCrowded = Atomic<Int>(0)
+    package let slowClientsCutWhileCrowded = Atomic<Int>(0)
     /// Connections open now, on every listener.
-    public let openConnections = Atomic<Int>(0)
+    package let openConnections = Atomic<Int>(0)
 }
 
 /// One open connection, from accept to close. `awaitingSinceNanoseconds` is the monotonic time

@@ -4,19 +4,19 @@ import ThumbPipeline
 /// A request as the transport hands it to the API: the path and query as sent, the headers the
 /// API reads (`HTTPServer.forwardedHeaderNames`) under lower-cased names. `APIRequest.parse`
 /// decodes and bounds everything.
-public struct HTTPRequest: Sendable {
-    public var method: String
+package struct HTTPRequest: Sendable {
+    package var method: String
     /// URL path as sent, still percent-encoded: the HTTP library passes escapes through
     /// (`CThumb_HTTPStart`), so that a `%00` reaches the API instead of cutting the C string.
-    public var path: String
+    package var path: String
     /// Query parameters as sent: `+` already a space, `%XX` escapes still in names and values.
-    public var query: [String: String]
-    public var headers: [String: String]
-    public var body: [UInt8]
+    package var query: [String: String]
+    package var headers: [String: String]
+    package var body: [UInt8]
     /// Who asks (the transport sets it; a request made in the process is `inProcess`).
     package var caller = HTTPCaller.inProcess
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
+    package init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.query = query
@@ -25,43 +25,43 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-public struct HTTPResponse: Sendable {
+package struct HTTPResponse: Sendable {
     // A change to any of these makes the answer another one than the prepared response says.
-    public var status: Int { didSet { reusable = nil } }
-    public var headers: [(String, String)] { didSet { reusable = nil } }
-    public var body: [UInt8] { didSet { reusable = nil } }
+    package var status: Int { didSet { reusable = nil } }
+    package var headers: [(String, String)] { didSet { reusable = nil } }
+    package var body: [UInt8] { didSet { reusable = nil } }
     /// The same answer as a libmicrohttpd response the transport may queue as it is (a cache hit
     /// answered the same way every time: `ServedThumbnail`), instead of building one from the
     /// fields above, which say the same.
     var reusable: (served: ServedThumbnail, variesWithAccept: Bool)?
 
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+    package init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// `{"error": code, "message": text}` plus any extra fields.
-    public static func error(_ status: Int, _ code: String, _ message: String, extra: [String: Any] = [:],
+    package static func error(_ status: Int, _ code: String, _ message: String, extra: [String: Any] = [:],
                              headers: [(String, String)] = []) -> HTTPResponse {
         var object: [String: Any] = ["error": code, "message": message]
         for (key, value) in extra { object[key] = value }
         return json(status, object, headers: headers)
     }
 
-    public static func json(_ status: Int, _ object: Any, headers: [(String, String)] = []) -> HTTPResponse {
+    package static func json(_ status: Int, _ object: Any, headers: [(String, String)] = []) -> HTTPResponse {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(data) + [0x0A])
     }
 
-    public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    package static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
     }
 }
 
 extension HTTPResponse {
     /// A failure's answer: status, code and `Retry-After` from `ThumbFailure.disposition`, the one table.
-    public static func failure(_ failure: ThumbFailure, message: String? = nil, extra: [String: Any] = [:],
+    package static func failure(_ failure: ThumbFailure, message: String? = nil, extra: [String: Any] = [:],
                                headers: [(String, String)] = []) -> HTTPResponse {
         let disposition = failure.disposition
         let retry = disposition.retryAfterSeconds.map { [("Retry-After", String($0))] } ?? []

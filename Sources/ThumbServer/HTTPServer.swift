@@ -9,7 +9,7 @@ import ThumbSystem
 #endif
 
 /// Answers one request: `respond` must be called exactly once, now or later, from any thread.
-public typealias HTTPHandler = @Sendable (HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
+package typealias HTTPHandler = @Sendable (HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
 
 /// HTTP/1.1 over listening sockets we bound (or systemd passed), served by libmicrohttpd: it
 /// parses, keeps connections alive, bounds request size and connection count, and suspends a
@@ -18,7 +18,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, _ respond: @escaping @Sen
 /// Under load: a request must be whole within `HTTPRequestDeadline` of its connection being ready
 /// for it (a sweep cuts the late ones), one TCP peer may hold a share of the connections only,
 /// and while stopping new requests are answered 503 instead of finding a closed socket.
-public final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: @unchecked Sendable {
     // @unchecked: `daemons`, `tables` and `sweepTimer` are written in init and by stop() (once,
     // from the main thread).
     private var daemons: [OpaquePointer] = []
@@ -49,7 +49,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// `maxConnections` per listener; `connectionsPerPeer` on TCP listeners (nil: a quarter of
     /// `maxConnections`). A Unix socket has no peer address: there the request deadline, which
     /// shortens while a listener is crowded, keeps room for new clients.
-    public init(listeners: [Listener], threadsPerListener: Int, maxConnections: Int, connectionsPerPeer: Int? = nil,
+    package init(listeners: [Listener], threadsPerListener: Int, maxConnections: Int, connectionsPerPeer: Int? = nil,
                 requestDeadline: HTTPRequestDeadline = HTTPRequestDeadline(),
                 handler: @escaping HTTPHandler) throws(SystemError) {
         self.handler = handler
@@ -86,20 +86,20 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops taking work, not connections: a closed socket would look like a crash to clients.
     /// Every request that arrives from now on is answered 503 with Retry-After and
     /// `Connection: close`; requests received before are answered as usual.
-    public func quiesce() {
+    package func quiesce() {
         stopping.store(true, ordering: .relaxed)
     }
 
     /// Waits until every request received before `quiesce` has been answered and sent, or
     /// `seconds` pass; then briefly lets the 503s of late arrivals go out.
-    public func drain(seconds: Double) {
+    package func drain(seconds: Double) {
         let deadline = ContinuousClock.now + .nanoseconds(HTTPRequestDeadline.nanoseconds(min(seconds, 3600)))
         while activeExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline { usleep(5_000) }
         let grace = min(deadline, ContinuousClock.now + .milliseconds(250))
         while lateExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < grace { usleep(5_000) }
     }
 
-    public func stop() {
+    package func stop() {
         sweepTimer?.cancel()
         sweepQueue.sync {} // a sweep under way finishes before the connections go
         sweepTimer = nil
@@ -117,7 +117,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Open connections on every listener of this server.
-    public var openConnections: Int { tables.reduce(0) { $0 + $1.count } }
+    package var openConnections: Int { tables.reduce(0) { $0 + $1.count } }
 
     private func startSweeping() {
         let timer = DispatchSource.makeTimerSource(queue: sweepQueue)

@@ -8,17 +8,17 @@ import ThumbSystem
 import CSystemd
 
 /// A bound, listening socket: ours, or passed by the service manager.
-public struct Listener: Sendable {
-    public let descriptor: Int32
+package struct Listener: Sendable {
+    package let descriptor: Int32
     /// "unix:/run/thumbd/thumbd.sock", "tcp:127.0.0.1:8080", "fd:3".
-    public let description: String
+    package let description: String
     /// The socket file we created (removed at exit), if any.
-    public let unixPath: String?
+    package let unixPath: String?
 
     /// Sockets passed by systemd socket activation (`sd_listen_fds(3)`: LISTEN_PID, LISTEN_FDS,
     /// descriptors from 3, each made close-on-exec; the variables are unset so that no child
     /// takes the sockets for its own).
-    public static func activated() -> [Listener] {
+    package static func activated() -> [Listener] {
         let count = sd_listen_fds(1)
         guard count > 0 else { return [] }
         unsetenv("LISTEN_FDNAMES")
@@ -34,7 +34,7 @@ public struct Listener: Sendable {
     /// as long as this process lives) must be free, and a `connect()` to the socket must be
     /// refused. When another server holds the lock or answers, this fails with EADDRINUSE and
     /// leaves its socket alone (unlinking it would make that server unreachable for good).
-    public static func unix(path: String, mode: Int, group: String?) throws(SystemError) -> Listener {
+    package static func unix(path: String, mode: Int, group: String?) throws(SystemError) -> Listener {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -116,7 +116,7 @@ public struct Listener: Sendable {
     }
 
     /// Binds a loopback TCP listener.
-    public static func tcp(_ address: ListenAddress) throws(SystemError) -> Listener {
+    package static func tcp(_ address: ListenAddress) throws(SystemError) -> Listener {
         let family = address.host.contains(":") ? AF_INET6 : AF_INET
         let descriptor = try systemCall("socket(tcp)") { socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do throws(SystemError) {

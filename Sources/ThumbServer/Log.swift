@@ -15,8 +15,8 @@ import ThumbWorker
 /// lines at that level). `json` (`--log-format json`, for a collector outside systemd): one
 /// JSON object a line, `time` (UTC, RFC 3339 with microseconds), `priority` (syslog's
 /// number), `level`, `message`, and `asset`, `kind`, `client`, `event` when the event has them.
-public enum Log {
-    public enum Priority: Int, Sendable {
+package enum Log {
+    package enum Priority: Int, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
 
         var name: String {
@@ -30,11 +30,11 @@ public enum Log {
         }
     }
 
-    public enum Format: Int, Sendable, CaseIterable {
+    package enum Format: Int, Sendable, CaseIterable {
         case text, json, journal
 
         /// `--log-format`'s words.
-        public init?(name: String) {
+        package init?(name: String) {
             switch name {
             case "text": self = .text
             case "json": self = .json
@@ -45,7 +45,7 @@ public enum Log {
 
         /// Journal when stderr is journald's stream (systemd's `JOURNAL_STREAM`, "device:inode"
         /// of that stream: a redirected stderr no longer matches), text otherwise.
-        public static func automatic(environment: [String: String]) -> Format {
+        package static func automatic(environment: [String: String]) -> Format {
             guard let stream = environment["JOURNAL_STREAM"] else { return .text }
             var status = stat()
             guard fstat(STDERR_FILENO, &status) == 0 else { return .text }
@@ -57,17 +57,17 @@ public enum Log {
 
     /// Set once at start-up, before the first event. Render workers write plain text to a pipe
     /// of the daemon's, relayed here (`WorkerStderr`) in this format.
-    public static func use(_ format: Format) {
+    package static func use(_ format: Format) {
         chosenFormat.store(format.rawValue, ordering: .relaxed)
         WorkerStderr.use { line in Log.warning(line) }
     }
 
-    public static func error(_ message: String, _ fields: LogFields = LogFields()) { write(.error, message, fields) }
-    public static func warning(_ message: String, _ fields: LogFields = LogFields()) { write(.warning, message, fields) }
-    public static func notice(_ message: String, _ fields: LogFields = LogFields()) { write(.notice, message, fields) }
-    public static func info(_ message: String, _ fields: LogFields = LogFields()) { write(.info, message, fields) }
+    package static func error(_ message: String, _ fields: LogFields = LogFields()) { write(.error, message, fields) }
+    package static func warning(_ message: String, _ fields: LogFields = LogFields()) { write(.warning, message, fields) }
+    package static func notice(_ message: String, _ fields: LogFields = LogFields()) { write(.notice, message, fields) }
+    package static func info(_ message: String, _ fields: LogFields = LogFields()) { write(.info, message, fields) }
 
-    public static func write(_ priority: Priority, _ message: String, _ fields: LogFields = LogFields()) {
+    package static func write(_ priority: Priority, _ message: String, _ fields: LogFields = LogFields()) {
         let format = Format(rawValue: chosenFormat.load(ordering: .relaxed)) ?? .text
         if format == .journal, sendToJournal(priority, message, fields) { return }
         var bytes = Array(line(priority, message, fields, format: format).utf8)

@@ -6,22 +6,22 @@ import ThumbPipeline
 /// thumbnail of a kind (all scales, or the one named: `contact-avatar@3x`), from disk and
 /// memory. Paths are the index's: relative to the asset folder, percent-encoded in the query. A
 /// kind is a name of the config (or an inline spec), resolved as `GET /v1/thumbnails` does.
-public struct CachePurgeCall: Sendable, Equatable {
-    public enum Selection: Sendable, Equatable {
+package struct CachePurgeCall: Sendable, Equatable {
+    package enum Selection: Sendable, Equatable {
         case asset(String)
         case folder(String)
         /// The kind as resolved, the scale when one was named (`contact-avatar@3x`), and the text.
         case kind(SlotKind, scale: Int?, name: String)
     }
 
-    public var selection: Selection
+    package var selection: Selection
     /// `failures=true`: the assets' remembered failures go too. By default they stay, so that a
     /// file that crashes workers is not tried again by every request after a purge.
-    public var removesFailures = false
+    package var removesFailures = false
 
     static let shape = "give exactly one of asset=PATH, prefix=FOLDER or kind=KIND (and optionally failures=true)"
 
-    public static func parse(query: [String: String], catalog: SlotCatalog) throws(APIError) -> CachePurgeCall {
+    package static func parse(query: [String: String], catalog: SlotCatalog) throws(APIError) -> CachePurgeCall {
         if let unknown = query.keys.sorted().first(where: { !["asset", "prefix", "kind", "failures"].contains($0) }) {
             throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (\(shape))")
         }

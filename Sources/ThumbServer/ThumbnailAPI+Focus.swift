@@ -5,15 +5,15 @@ import ThumbPipeline
 
 /// `GET`, `PUT` or `DELETE /v1/assets/{asset path}/focus`, parsed: the path decoded and bounded
 /// (a `..` refused here, confinement left to the pipeline's resolve), a PUT's body a `FocusRegion`.
-public struct FocusCall: Sendable {
-    public enum Action: Sendable, Equatable {
+package struct FocusCall: Sendable {
+    package enum Action: Sendable, Equatable {
         case get
         case set(FocusRegion)
         case remove
     }
 
-    public var assetPath: String
-    public var action: Action
+    package var assetPath: String
+    package var action: Action
 
     static let prefix = "/v1/assets/"
     static let suffix = "/focus"
@@ -44,9 +44,9 @@ public struct FocusCall: Sendable {
 
 /// The body of `PUT /v1/assets/{path}/focus`: `{"x": 0.3, "y": 0.2}` (a point) or with
 /// `"width"` and `"height"` (a region), fractions 0–1 of the displayed image, origin top left.
-public enum FocusBody {
+package enum FocusBody {
     /// Longest body, bytes: four numbers with room for spaces and long decimals.
-    public static let maxBytes = 1024
+    package static let maxBytes = 1024
     /// How far past 1 a region's far edge may fall from decimal rounding (0.7 + 0.3) and be
     /// clamped to the image's edge rather than refused.
     static let edgeTolerance = 1e-9
@@ -54,7 +54,7 @@ public enum FocusBody {
     static let shape = #"body must be JSON {"x": 0…1, "y": 0…1} (a point) or with "width" and "height" (a region)"#
 
     /// A pure function of the body: the focus-body fuzz target drives it directly.
-    public static func parse(_ body: [UInt8]) throws(APIError) -> FocusRegion {
+    package static func parse(_ body: [UInt8]) throws(APIError) -> FocusRegion {
         guard body.count <= maxBytes else {
             throw APIError(413, "bodyTooLarge", "a focus body is at most \(maxBytes) bytes, this one \(body.count)")
         }

@@ -6,16 +6,16 @@ import ThumbPipeline
 
 /// `GET /v1/placeholders?assets=a.jpg,b.jpg` or `POST /v1/placeholders` `{"assets": ["a.jpg", …]}`,
 /// parsed: a screen's worth of asset paths, each bounded as every other endpoint bounds one.
-public struct PlaceholdersCall: Sendable, Equatable {
-    public var assets: [String]
+package struct PlaceholdersCall: Sendable, Equatable {
+    package var assets: [String]
 
     /// Most assets in one call: a screen of cells is ~50; more is a prefetch's job.
-    public static let maxAssets = 200
+    package static let maxAssets = 200
 
     static let shape = #"body must be JSON {"assets": ["path", …]} with 1 to 200 paths"#
 
     /// A pure function of the body: the `placeholders-body` fuzz target drives it directly.
-    public static func parse(body: [UInt8]) throws(APIError) -> PlaceholdersCall {
+    package static func parse(body: [UInt8]) throws(APIError) -> PlaceholdersCall {
         let value: JSONValue
         do { value = try JSONValue.decode(Data(body)) } catch { throw .badRequest("\(shape): \(error.reason)") }
         guard case .object(let object) = value else { throw .badRequest("\(shape), got \(value.kindDescription)") }
@@ -39,7 +39,7 @@ public struct PlaceholdersCall: Sendable, Equatable {
 
     /// The GET form: `assets` is a comma-separated list, each path percent-encoded (a comma in
     /// a path is sent as `%2C`; the list is split before the escapes are decoded).
-    public static func parse(query: [String: String]) throws(APIError) -> PlaceholdersCall {
+    package static func parse(query: [String: String]) throws(APIError) -> PlaceholdersCall {
         if let unknown = query.keys.sorted().first(where: { $0 != "assets" }) {
             throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected assets=path,path,…)")
         }

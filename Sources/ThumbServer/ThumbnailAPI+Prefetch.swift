@@ -5,33 +5,33 @@ import ThumbPipeline
 
 /// `POST /v1/prefetch` `{"assets": ["path", …], "kinds": ["kind", …], "scale": N?}`, parsed:
 /// counts, sizes and the scale bounded, every kind resolved (and held to `maxOutputPixels`).
-public struct PrefetchCall: Sendable {
+package struct PrefetchCall: Sendable {
     /// One kind to render every asset into, at these scales.
-    public struct Work: Sendable {
-        public var kind: SlotKind
-        public var scales: [Int]
+    package struct Work: Sendable {
+        package var kind: SlotKind
+        package var scales: [Int]
     }
 
-    public var assets: [String]
-    public var work: [Work]
+    package var assets: [String]
+    package var work: [Work]
     /// The request's `Accept`: a prefetch warms the formats the same client's GETs will choose.
-    public var accept: String?
+    package var accept: String?
 
     /// Most assets in one prefetch.
-    public static let maxAssets = 10_000
+    package static let maxAssets = 10_000
     /// Most kinds (names or inline specs) in one prefetch: an app has a handful of cell kinds,
     /// and each inline spec is a new cache key for every asset.
-    public static let maxKinds = 32
+    package static let maxKinds = 32
     /// Most thumbnails (assets × kinds × scales) in one prefetch.
-    public static let maxThumbnails = 10_000
+    package static let maxThumbnails = 10_000
 
     static let shape = #"body must be JSON {"assets": ["path", …], "kinds": ["kind", …], "scale": N?}"#
 
     /// Thumbnails this prefetch asks for.
-    public var thumbnailCount: Int { assets.count * work.reduce(0) { $0 + $1.scales.count } }
+    package var thumbnailCount: Int { assets.count * work.reduce(0) { $0 + $1.scales.count } }
 
     /// A pure function of the body and the kinds: the prefetch fuzz target drives it directly.
-    public static func parse(body: [UInt8], catalog: SlotCatalog) throws(APIError) -> PrefetchCall {
+    package static func parse(body: [UInt8], catalog: SlotCatalog) throws(APIError) -> PrefetchCall {
         let value: JSONValue
         do { value = try JSONValue.decode(Data(body)) } catch { throw .badRequest("\(shape): \(error.reason)") }
         guard case .object(let object) = value else { throw .badRequest("\(shape), got \(value.kindDescription)") }

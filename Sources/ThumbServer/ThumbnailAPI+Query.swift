@@ -4,23 +4,23 @@ import ThumbPipeline
 
 /// `GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as&format`,
 /// parsed: every value within its range, the format negotiated with `Accept`.
-public struct ThumbnailCall: Sendable {
-    public var assetPath: String
-    public var kind: SlotKind
-    public var scale: Int
-    public var slot: SlotID?
-    public var token: UInt64?
-    public var priority: Priority
+package struct ThumbnailCall: Sendable {
+    package var assetPath: String
+    package var kind: SlotKind
+    package var scale: Int
+    package var slot: SlotID?
+    package var token: UInt64?
+    package var priority: Priority
     /// How long the request waits for a render, already capped at the server's maximum.
-    public var waitMilliseconds: Int
+    package var waitMilliseconds: Int
     /// `as=path` or `Accept: application/json`: answer with the cached file's path, not its bytes.
-    public var answersWithPath: Bool
-    public var ifNoneMatch: String?
+    package var answersWithPath: Bool
+    package var ifNoneMatch: String?
     /// `format=`, or what `Accept` chose among the kind's formats, or the kind's preferred one.
-    public var format: EncoderSettings.Format
+    package var format: EncoderSettings.Format
     /// The answer depends on `Accept` (answered with `Vary: Accept`): its format was negotiated,
     /// or the URL has no `as=path` (`Accept: application/json` would answer JSON).
-    public var variesWithAccept: Bool
+    package var variesWithAccept: Bool
     /// What a URL signature covers, as sent (decoded), with the signature's own parameters.
     package var signed: URLSignature.Fields
     package var signatureKey: String?
@@ -33,7 +33,7 @@ public struct ThumbnailCall: Sendable {
 
     /// A miss with `wait=0` answers with the placeholder, and JSON answers carry it: such a
     /// client reads placeholders, so its render computes one at any cost.
-    public var pipelineRequest: PipelineRequest {
+    package var pipelineRequest: PipelineRequest {
         var request = PipelineRequest(assetPath: assetPath, kind: kind, scale: scale, priority: priority, slot: slot, token: token,
                                       format: format)
         request.wantsPlaceholder = waitMilliseconds == 0 || answersWithPath

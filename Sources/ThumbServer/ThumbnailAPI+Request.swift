@@ -3,14 +3,14 @@ import ThumbPipeline
 
 /// A refused request: the HTTP status, a stable error code and a message naming the field and
 /// the range. Messages never carry more than a short prefix of what the client sent.
-public struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var status: Int
-    public var code: String
-    public var message: String
+package struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var status: Int
+    package var code: String
+    package var message: String
     /// The methods the resource takes, for a 405's `Allow` header (RFC 9110 §15.5.6).
-    public var allowedMethods: [String] = []
+    package var allowedMethods: [String] = []
 
-    public init(_ status: Int, _ code: String, _ message: String, allowedMethods: [String] = []) {
+    package init(_ status: Int, _ code: String, _ message: String, allowedMethods: [String] = []) {
         self.status = status
         self.code = code
         self.message = message
@@ -20,14 +20,14 @@ public struct APIError: Error, Equatable, Sendable, CustomStringConvertible {
     static func badRequest(_ message: String) -> APIError { APIError(400, "badRequest", message) }
     static func badQuery(_ message: String) -> APIError { APIError(400, "badQuery", message) }
 
-    public var response: HTTPResponse {
+    package var response: HTTPResponse {
         .error(status, code, message, headers: allowedMethods.isEmpty ? [] : [("Allow", allowedMethods.joined(separator: ", "))])
     }
-    public var description: String { "\(status) \(code): \(message)" }
+    package var description: String { "\(status) \(code): \(message)" }
 }
 
 /// One API call, parsed and bounded at the door: `ThumbnailAPI.handle` acts on nothing else.
-public enum APIRequest: Sendable {
+package enum APIRequest: Sendable {
     case thumbnail(ThumbnailCall)
     case releaseSlot(SlotID)
     case prefetch(PrefetchCall)
@@ -48,13 +48,13 @@ public enum APIRequest: Sendable {
     case purgeCache(CachePurgeCall)
 
     /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
-    public static let maxPrefetchIDBytes = 256
+    package static let maxPrefetchIDBytes = 256
 
     /// Turns an HTTP request into an API call, or the refusal to answer. A pure function of its
     /// arguments (no socket, no pipeline, no clock): the HTTP fuzz target drives it directly.
     /// `request.path` and the query are as sent (percent-encoded): they are decoded here, so
     /// that a `%00` is refused instead of cutting a C string short.
-    public static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy = OutputFormatPolicy(),
+    package static func parse(_ request: HTTPRequest, catalog: SlotCatalog, formats: OutputFormatPolicy = OutputFormatPolicy(),
                              maxWaitMilliseconds: Int) -> Result<APIRequest, APIError> {
         parse(request, context: ParsingContext(catalog: catalog, formats: formats), maxWaitMilliseconds: maxWaitMilliseconds)
     }

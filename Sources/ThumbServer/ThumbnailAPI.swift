@@ -6,7 +6,7 @@ import ThumbPipeline
 
 /// The HTTP API over a pipeline: routes, parameters, status codes. Pure request → response
 /// logic; the transport is `HTTPServer`.
-public final class ThumbnailAPI: Sendable {
+package final class ThumbnailAPI: Sendable {
     let pipeline: ThumbnailPipeline
     /// Kinds can be replaced by a config reload (SIGHUP) while requests run.
     let catalog: Mutex<SlotCatalog>
@@ -23,7 +23,7 @@ public final class ThumbnailAPI: Sendable {
     /// Who may do what; the default (no `access` section, no files) for a daemon without one.
     let access: AccessControl
 
-    public convenience init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
+    package convenience init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int) {
         // Settings without files cannot fail to resolve.
         let access = try! AccessControl(settings: AccessSettings(), environment: [:])
         self.init(pipeline: pipeline, catalog: catalog, maxWaitMilliseconds: maxWaitMilliseconds, access: access)
@@ -38,16 +38,16 @@ public final class ThumbnailAPI: Sendable {
         self.maxWaitMilliseconds = maxWaitMilliseconds
     }
 
-    public func replaceCatalog(_ newCatalog: SlotCatalog, formats newFormats: OutputFormatPolicy) {
+    package func replaceCatalog(_ newCatalog: SlotCatalog, formats newFormats: OutputFormatPolicy) {
         catalog.withLock { $0 = newCatalog }
         formats.withLock { $0 = newFormats }
         parsing.withLock { $0 = ParsingContext(catalog: newCatalog, formats: newFormats) }
     }
 
     /// From now on every request is answered 503.
-    public func beginShutdown() { shuttingDown.store(true, ordering: .relaxed) }
+    package func beginShutdown() { shuttingDown.store(true, ordering: .relaxed) }
 
-    public func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+    package func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let route = Self.route(of: request)
         let counted: @Sendable (HTTPResponse) -> Void = { [self] response in
             if response.status == 200 && route == "thumbnails" {

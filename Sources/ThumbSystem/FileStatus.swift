@@ -4,15 +4,15 @@ import Glibc
 
 /// Identity of one version of a file, from `fstat`: what a cache key and a negative entry name,
 /// and what tells a file rewritten while it was read.
-public struct FileStatus: Sendable, Hashable {
+package struct FileStatus: Sendable, Hashable {
     /// Bytes.
-    public var size: Int
+    package var size: Int
     /// Nanoseconds since the epoch.
-    public var modifiedNanoseconds: Int64
-    public var inode: UInt64
-    public var device: UInt64
+    package var modifiedNanoseconds: Int64
+    package var inode: UInt64
+    package var device: UInt64
 
-    public init(size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
+    package init(size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
         self.inode = inode

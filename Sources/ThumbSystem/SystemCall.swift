@@ -3,16 +3,16 @@ import Glibc
 #endif
 
 /// A failed system call: what was attempted and the errno it gave.
-public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var operation: String
-    public var errno: Int32
+package struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var operation: String
+    package var errno: Int32
 
-    public init(operation: String, errno: Int32) {
+    package init(operation: String, errno: Int32) {
         self.operation = operation
         self.errno = errno
     }
 
-    public var description: String { "\(operation): \(String(cString: strerror(errno)))" }
+    package var description: String { "\(operation): \(String(cString: strerror(errno)))" }
 }
 
 /// Every system call of the pipeline goes through here: retried on EINTR, and a failure

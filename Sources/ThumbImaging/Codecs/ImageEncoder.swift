@@ -1,9 +1,9 @@
 import CThumbShim
 
 /// Writes pixels as JPEG, PNG, WebP or AVIF, sRGB with no metadata.
-public enum ImageEncoder {
+package enum ImageEncoder {
     /// The format `settings` asks for, given whether the pixels carry transparency.
-    public static func format(for settings: EncoderSettings, hasAlpha: Bool) -> ImageFormat {
+    package static func format(for settings: EncoderSettings, hasAlpha: Bool) -> ImageFormat {
         switch settings.format {
         case .auto: hasAlpha ? .png : .jpeg
         case .jpeg: .jpeg
@@ -15,7 +15,7 @@ public enum ImageEncoder {
 
     /// Encodes `image`; JPEG output flattens any alpha over white. `isCancelled` is asked every
     /// few KB of rows (zlib makes a PNG the slowest step of a small thumbnail).
-    public static func encode(_ image: PixelBuffer, as format: ImageFormat, settings: EncoderSettings,
+    package static func encode(_ image: PixelBuffer, as format: ImageFormat, settings: EncoderSettings,
                               isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [UInt8] {
         var message = [CChar](repeating: 0, count: Int(CTHUMB_MESSAGE_CAPACITY))
         let cancellation = isCancelled.map(CancellationContext.init)

@@ -4,18 +4,18 @@ import Glibc
 import ThumbSystem
 
 /// Why a source file could not be read (as opposed to decoded).
-public struct SourceFileError: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable { case notFound, notRegularFile, unreadable, tooLarge }
-    public var kind: Kind
-    public var path: String
-    public var reason: String
-    public var description: String { "\(path): \(reason)" }
+package struct SourceFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable { case notFound, notRegularFile, unreadable, tooLarge }
+    package var kind: Kind
+    package var path: String
+    package var reason: String
+    package var description: String { "\(path): \(reason)" }
 }
 
 extension SourceBytes {
     /// Reads a regular file whole, refusing it from its size (before reading) when it is over
     /// `maxBytes`.
-    public static func read(path: String, maxBytes: Int) throws(SourceFileError) -> SourceBytes {
+    package static func read(path: String, maxBytes: Int) throws(SourceFileError) -> SourceBytes {
         let descriptor: Int32
         do throws(SystemError) {
             // O_NONBLOCK: a FIFO named as input is refused by fstat below instead of blocking the open.
@@ -60,7 +60,7 @@ extension SourceBytes {
 
 extension SourceBytes {
     /// `count` bytes that `fill` writes into a fresh buffer, identified by `fileStatus`.
-    public static func filled<Failure: Error>(count: Int, fileStatus: FileStatus,
+    package static func filled<Failure: Error>(count: Int, fileStatus: FileStatus,
                                               _ fill: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void) throws(Failure) -> SourceBytes {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)
         do {

@@ -2,11 +2,11 @@ import Foundation
 import ThumbSystem
 
 /// An encoded source image held in memory at a stable address, as the C decoders need.
-public final class SourceBytes: @unchecked Sendable {
+package final class SourceBytes: @unchecked Sendable {
     // Immutable after init; @unchecked because the raw buffer is not Sendable by type.
     let buffer: UnsafeMutableRawBufferPointer
 
-    public init(_ bytes: some Collection<UInt8>) {
+    package init(_ bytes: some Collection<UInt8>) {
         buffer = .allocate(byteCount: max(1, bytes.count), alignment: 16)
         _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
         count = bytes.count
@@ -21,19 +21,19 @@ public final class SourceBytes: @unchecked Sendable {
 
     /// What `fstat` said of the file the bytes were read from (nil for bytes from memory):
     /// the identity of exactly the version that was read.
-    public let fileStatus: FileStatus?
+    package let fileStatus: FileStatus?
 
     deinit { buffer.deallocate() }
 
     /// Length in bytes.
-    public let count: Int
+    package let count: Int
 
     var pointer: UnsafePointer<UInt8> {
         UnsafePointer(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
 
     /// What the first bytes say the file is, whatever its name.
-    public var format: SourceFormat? {
+    package var format: SourceFormat? {
         SourceFormat.sniff(UnsafeRawBufferPointer(start: buffer.baseAddress, count: count))
     }
 
@@ -46,9 +46,9 @@ public final class SourceBytes: @unchecked Sendable {
 }
 
 /// The encoded formats thumbd writes.
-public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
+package enum ImageFormat: String, Sendable, Hashable, CaseIterable {
     case jpeg, png, webp, avif
 
-    public var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
-    public var mediaType: String { "image/" + rawValue }
+    package var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+    package var mediaType: String { "image/" + rawValue }
 }

@@ -1,5 +1,5 @@
 /// What a source is, by its content (magic bytes, the ISO-BMFF `ftyp` brands), never by its name.
-public enum SourceFormat: String, Sendable, Hashable, CaseIterable {
+package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
     case jpeg, png, webp, gif, heif, avif
 
     /// HEIF brands (ISO/IEC 23008-12): HEVC stills and sequences, and the generic image brands.
@@ -7,7 +7,7 @@ public enum SourceFormat: String, Sendable, Hashable, CaseIterable {
     static let avifBrands: Set<String> = ["avif", "avis"]
 
     /// The format of `bytes`, or nil when it is none thumbd reads.
-    public static func sniff(_ bytes: UnsafeRawBufferPointer) -> SourceFormat? {
+    package static func sniff(_ bytes: UnsafeRawBufferPointer) -> SourceFormat? {
         let count = bytes.count
         func matches(_ offset: Int, _ text: String) -> Bool {
             let ascii = Array(text.utf8)
@@ -48,7 +48,7 @@ public enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         return nil
     }
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .jpeg: "JPEG"
         case .png: "PNG"

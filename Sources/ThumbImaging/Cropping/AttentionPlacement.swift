@@ -3,23 +3,23 @@
 /// (a JPEG's every column decoded, the saliency map scored); a later render of the same version
 /// and shape that is handed this (`ThumbnailRequest.placedCentre`) crops there at the cost of a
 /// centred crop. The pipeline keeps these beside the version's placeholder.
-public struct AttentionPlacement: Sendable, Hashable {
+package struct AttentionPlacement: Sendable, Hashable {
     /// The output the crop was placed for (`ThumbnailRequest.placementShape`).
-    public var shape: String
+    package var shape: String
     /// The crop's centre, 0...1 of the displayed image.
-    public var centre: FocusRegion
+    package var centre: FocusRegion
 
-    public init(shape: String, centre: FocusRegion) {
+    package init(shape: String, centre: FocusRegion) {
         self.shape = shape
         self.centre = centre
     }
 
     /// Longest shape text a placement may carry (`"a1:4096x4096r1234567nu"` is 22).
-    public static let maxShapeBytes = 40
+    package static let maxShapeBytes = 40
 
     /// Bumped whenever attention would place crops elsewhere (its cues, weights, grid or bias):
     /// it leads every shape, so placements stored by an older build are placed again.
-    public static let algorithmVersion = 1
+    package static let algorithmVersion = 1
 }
 
 extension ThumbnailRequest {
@@ -28,7 +28,7 @@ extension ThumbnailRequest {
     /// the image is turned upright (the centre is in fractions of the frame the crop is placed
     /// in) and whether it may be enlarged (the mask's size on a small source). nil when this
     /// request's crop is not placed by attention (a `fit`, a `centre` crop, a `focus` crop with a focus).
-    public var placementShape: String? {
+    package var placementShape: String? {
         guard kind.mode == .fill else { return nil }
         switch (kind.crop, focus) {
         case (.centre, _), (.focus, _?): return nil

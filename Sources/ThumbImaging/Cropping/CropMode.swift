@@ -1,6 +1,6 @@
 extension SlotKind {
     /// Where a `fill` crop sits in the source (a `fit` shows the whole image and has no crop).
-    public enum CropMode: String, Sendable, CaseIterable {
+    package enum CropMode: String, Sendable, CaseIterable {
         /// The crop is centred (the default, and what every kind did before crops could move).
         case centre
         /// The crop goes where the image's salient region is (detail, saturation, skin tones),
@@ -14,13 +14,13 @@ extension SlotKind {
 
 /// The part of the source a thumbnail shows, in pixels of the displayed (upright) source image:
 /// the whole image for `fit`, the crop for `fill`.
-public struct CropRectangle: Sendable, Equatable {
-    public var x: Double
-    public var y: Double
-    public var width: Double
-    public var height: Double
+package struct CropRectangle: Sendable, Equatable {
+    package var x: Double
+    package var y: Double
+    package var width: Double
+    package var height: Double
 
-    public init(x: Double, y: Double, width: Double, height: Double) {
+    package init(x: Double, y: Double, width: Double, height: Double) {
         self.x = x
         self.y = y
         self.width = width

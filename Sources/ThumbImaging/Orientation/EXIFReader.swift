@@ -1,8 +1,8 @@
 /// Reads the orientation tag from an EXIF (TIFF-structured) block, bounds-checked at every step:
 /// camera EXIF is often broken, and a bad block must mean "no orientation", never a crash.
-public enum EXIFReader {
+package enum EXIFReader {
     /// `tiff` starts at the TIFF header ("II*\0" or "MM\0*"), i.e. after JPEG's "Exif\0\0".
-    public static func orientation(tiff: UnsafeRawBufferPointer) -> Orientation? {
+    package static func orientation(tiff: UnsafeRawBufferPointer) -> Orientation? {
         guard tiff.count >= 8 else { return nil }
         let littleEndian: Bool
         switch (tiff[0], tiff[1]) {

@@ -1,17 +1,17 @@
 /// EXIF orientation (TIFF tag 0x0112): how stored pixels must be turned to be shown upright.
-public enum Orientation: Int, Sendable, CaseIterable {
+package enum Orientation: Int, Sendable, CaseIterable {
     case up = 1, upMirrored, down, downMirrored, leftMirrored, right, rightMirrored, left
 
     /// Orientations 5–8 swap width and height between the stored and the displayed image.
-    public var swapsDimensions: Bool { rawValue >= 5 }
+    package var swapsDimensions: Bool { rawValue >= 5 }
 
     /// The displayed size of a stored image of `width` × `height` pixels.
-    public func displayedSize(width: Int, height: Int) -> (width: Int, height: Int) {
+    package func displayedSize(width: Int, height: Int) -> (width: Int, height: Int) {
         swapsDimensions ? (height, width) : (width, height)
     }
 
     /// Turns stored pixels upright: the result is what a viewer that honours EXIF shows.
-    public func apply(to image: PixelBuffer) -> PixelBuffer {
+    package func apply(to image: PixelBuffer) -> PixelBuffer {
         if self == .up { return image }
         let (storedWidth, storedHeight) = (image.width, image.height)
         let (width, height) = displayedSize(width: storedWidth, height: storedHeight)

@@ -1,12 +1,12 @@
 /// An 8-bit interleaved image: RGB (3 channels) or RGBA (4 channels, straight alpha), sRGB-encoded.
 /// Sizes are in pixels; rows are packed (`rowBytes == width * channels`).
-public struct PixelBuffer: Sendable, Equatable {
-    public let width: Int
-    public let height: Int
-    public let channels: Int
-    public var bytes: [UInt8]
+package struct PixelBuffer: Sendable, Equatable {
+    package let width: Int
+    package let height: Int
+    package let channels: Int
+    package var bytes: [UInt8]
 
-    public init(width: Int, height: Int, channels: Int, bytes: [UInt8]) {
+    package init(width: Int, height: Int, channels: Int, bytes: [UInt8]) {
         precondition(channels == 3 || channels == 4, "PixelBuffer holds RGB or RGBA")
         precondition(bytes.count == width * height * channels, "PixelBuffer size mismatch")
         self.width = width
@@ -15,16 +15,16 @@ public struct PixelBuffer: Sendable, Equatable {
         self.bytes = bytes
     }
 
-    public init(width: Int, height: Int, channels: Int) {
+    package init(width: Int, height: Int, channels: Int) {
         self.init(width: width, height: height, channels: channels,
                   bytes: [UInt8](repeating: 0, count: width * height * channels))
     }
 
-    public var rowBytes: Int { width * channels }
-    public var hasAlpha: Bool { channels == 4 }
+    package var rowBytes: Int { width * channels }
+    package var hasAlpha: Bool { channels == 4 }
 
     /// True when some pixel is not fully opaque.
-    public var hasTransparency: Bool {
+    package var hasTransparency: Bool {
         guard channels == 4 else { return false }
         var index = 3
         while index < bytes.count {
@@ -35,7 +35,7 @@ public struct PixelBuffer: Sendable, Equatable {
     }
 
     /// The same pixels with an opaque alpha channel added.
-    public func withAlpha() -> PixelBuffer {
+    package func withAlpha() -> PixelBuffer {
         guard channels == 3 else { return self }
         var out = [UInt8](repeating: 255, count: width * height * 4)
         out.withUnsafeMutableBufferPointer { dst in
@@ -51,7 +51,7 @@ public struct PixelBuffer: Sendable, Equatable {
     }
 
     /// The pixels composited over an opaque background colour, as RGB.
-    public func flattened(over background: (red: UInt8, green: UInt8, blue: UInt8) = (255, 255, 255)) -> PixelBuffer {
+    package func flattened(over background: (red: UInt8, green: UInt8, blue: UInt8) = (255, 255, 255)) -> PixelBuffer {
         guard channels == 4 else { return self }
         var out = [UInt8](repeating: 0, count: width * height * 3)
         let backdrop = [UInt32(background.red), UInt32(background.green), UInt32(background.blue)]

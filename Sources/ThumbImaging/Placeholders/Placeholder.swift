@@ -2,16 +2,16 @@ import Foundation
 
 /// What a cell shows before its thumbnail arrives: the asset's ThumbHash and its average colour,
 /// computed from the image shrunk to at most `ThumbHash.maxSidePixels` during a decode.
-public struct Placeholder: Sendable, Equatable {
+package struct Placeholder: Sendable, Equatable {
     /// A ThumbHash (`ThumbHash.encode`), at most `ThumbHash.maxBytes` bytes.
-    public var thumbHash: [UInt8]
+    package var thumbHash: [UInt8]
     /// The mean colour, sRGB, straight alpha, weighted by alpha (what a cell paints at once).
-    public var averageRed: UInt8
-    public var averageGreen: UInt8
-    public var averageBlue: UInt8
-    public var averageAlpha: UInt8
+    package var averageRed: UInt8
+    package var averageGreen: UInt8
+    package var averageBlue: UInt8
+    package var averageAlpha: UInt8
 
-    public init(thumbHash: [UInt8], averageRed: UInt8, averageGreen: UInt8, averageBlue: UInt8, averageAlpha: UInt8) {
+    package init(thumbHash: [UInt8], averageRed: UInt8, averageGreen: UInt8, averageBlue: UInt8, averageAlpha: UInt8) {
         self.thumbHash = thumbHash
         self.averageRed = averageRed
         self.averageGreen = averageGreen
@@ -20,7 +20,7 @@ public struct Placeholder: Sendable, Equatable {
     }
 
     /// `#rrggbbaa`, lower-case hex (CSS Color 4).
-    public var averageColorHex: String {
+    package var averageColorHex: String {
         "#" + [averageRed, averageGreen, averageBlue, averageAlpha].map { byte in
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text
@@ -28,11 +28,11 @@ public struct Placeholder: Sendable, Equatable {
     }
 
     /// The ThumbHash in standard base64 with padding (what the reference's JS decoder takes).
-    public var thumbHashBase64: String { Data(thumbHash).base64EncodedString() }
+    package var thumbHashBase64: String { Data(thumbHash).base64EncodedString() }
 }
 
 /// Whether a decode computes its source's placeholder (`ThumbnailSet.placeholder`).
-public enum PlaceholderDemand: UInt8, Sendable, CaseIterable {
+package enum PlaceholderDemand: UInt8, Sendable, CaseIterable {
     /// Not wanted (the version has one).
     case skip = 0
     /// Only if the decode reads the whole frame anyway. The placeholder needs every column, and

@@ -10,17 +10,17 @@ import Glibc
 /// (the `thumbhash` package on PyPI, `ThumbHashTests`). The arithmetic is the reference's, in
 /// the same order and in Double, so the same RGBA gives the same bytes; rounding is the
 /// reference's `Math.round` (halves up), not banker's rounding.
-public enum ThumbHash {
+package enum ThumbHash {
     /// Largest side the encoder takes: the reference's own limit (the image is shrunk first).
-    public static let maxSidePixels = 100
+    package static let maxSidePixels = 100
     /// Longest hash `encode` returns: 6 header bytes (with alpha) and 38 four-bit AC terms.
-    public static let maxBytes = 25
+    package static let maxBytes = 25
 
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case badSize(width: Int, height: Int)
         case badBuffer(bytes: Int, expected: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .badSize(let width, let height):
                 "a ThumbHash needs 1...\(ThumbHash.maxSidePixels) pixels a side, got \(width)x\(height)"
@@ -31,7 +31,7 @@ public enum ThumbHash {
     }
 
     /// The hash of `width`×`height` pixels of straight (not premultiplied) RGBA, 8 bits a channel.
-    public static func encode(width: Int, height: Int, rgba: [UInt8]) throws(Failure) -> [UInt8] {
+    package static func encode(width: Int, height: Int, rgba: [UInt8]) throws(Failure) -> [UInt8] {
         guard (1...maxSidePixels).contains(width), (1...maxSidePixels).contains(height) else {
             throw .badSize(width: width, height: height)
         }

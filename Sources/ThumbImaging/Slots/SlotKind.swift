@@ -1,14 +1,14 @@
 /// A cell slot's thumbnail spec, registered by name like a cell's reuse identifier.
 /// Sizes are in points; a scale turns them into pixels (pixels = points × scale).
-public struct SlotKind: Sendable, Equatable {
-    public enum ContentMode: String, Sendable {
+package struct SlotKind: Sendable, Equatable {
+    package enum ContentMode: String, Sendable {
         /// Cover the slot and centre-crop the overflow (UIKit's scaleAspectFill).
         case fill
         /// Fit inside the slot; the output is the fitted size.
         case fit
     }
 
-    public enum Mask: Sendable, Equatable {
+    package enum Mask: Sendable, Equatable {
         case none
         /// An anti-aliased circle (an ellipse for a non-square output).
         case circle
@@ -16,24 +16,24 @@ public struct SlotKind: Sendable, Equatable {
         case cornerRadius(points: Double)
     }
 
-    public var name: String
+    package var name: String
     /// Slot width, points.
-    public var widthPoints: Double
+    package var widthPoints: Double
     /// Slot height, points.
-    public var heightPoints: Double
+    package var heightPoints: Double
     /// Display scales (1 to 4, see `DisplayScale`) the kind is rendered at.
-    public var scales: [Int]
-    public var mode: ContentMode
-    public var mask: Mask
+    package var scales: [Int]
+    package var mode: ContentMode
+    package var mask: Mask
     /// Whether a source smaller than the slot is enlarged; without it the output is never
     /// larger than the source (a fill keeps the slot's aspect ratio, at the source's size).
-    public var upscale: Bool
+    package var upscale: Bool
     /// Pre-rendered when an asset appears (used by the daemon's folder watcher).
-    public var pregenerate: Bool
+    package var pregenerate: Bool
     /// Where a `fill` crop sits (ignored by `fit`).
-    public var crop: CropMode
+    package var crop: CropMode
 
-    public init(name: String, widthPoints: Double, heightPoints: Double, scales: [Int] = [1],
+    package init(name: String, widthPoints: Double, heightPoints: Double, scales: [Int] = [1],
                 mode: ContentMode = .fit, mask: Mask = .none, upscale: Bool = false, pregenerate: Bool = false,
                 crop: CropMode = .centre) {
         self.name = name
@@ -49,14 +49,14 @@ public struct SlotKind: Sendable, Equatable {
 
     /// The slot's size in pixels at `scale`, or nil when it breaks `SlotBounds` (a side not
     /// finite, or over `SlotBounds.maxPixelsPerSide`). Every door checks this before a kind is used.
-    public func checkedPixelSize(scale: Int) -> PixelSize? {
+    package func checkedPixelSize(scale: Int) -> PixelSize? {
         PixelSize(widthPoints: widthPoints, heightPoints: heightPoints, scale: scale)
     }
 
     /// The slot's size in pixels at `scale`. Kinds are checked at the door (`SlotSpec.validate`),
     /// where this is exact; for a kind built in code that skipped it, each side is clamped to
     /// 1 ... `SlotBounds.maxPixelsPerSide` rather than trap.
-    public func pixelSize(scale: Int) -> (width: Int, height: Int) {
+    package func pixelSize(scale: Int) -> (width: Int, height: Int) {
         if let size = checkedPixelSize(scale: scale) { return (size.width, size.height) }
         let sides = 1...SlotBounds.maxPixelsPerSide
         return (CheckedConversion.clampedInteger(widthPoints * Double(scale), to: sides),
@@ -66,14 +66,14 @@ public struct SlotKind: Sendable, Equatable {
 
 /// A grid layout from which a kind's item width follows (UICollectionViewFlowLayout-style).
 /// All lengths in points.
-public struct GridLayout: Sendable, Equatable {
-    public var columns: Int
-    public var containerWidth: Double
-    public var leadingInset: Double
-    public var trailingInset: Double
-    public var interItemSpacing: Double
+package struct GridLayout: Sendable, Equatable {
+    package var columns: Int
+    package var containerWidth: Double
+    package var leadingInset: Double
+    package var trailingInset: Double
+    package var interItemSpacing: Double
 
-    public init(columns: Int, containerWidth: Double, leadingInset: Double, trailingInset: Double, interItemSpacing: Double) {
+    package init(columns: Int, containerWidth: Double, leadingInset: Double, trailingInset: Double, interItemSpacing: Double) {
         self.columns = columns
         self.containerWidth = containerWidth
         self.leadingInset = leadingInset
@@ -82,7 +82,7 @@ public struct GridLayout: Sendable, Equatable {
     }
 
     /// floor((container − leading − trailing − spacing × (columns − 1)) / columns), points.
-    public var itemWidth: Double {
+    package var itemWidth: Double {
         let available = containerWidth - leadingInset - trailingInset - interItemSpacing * Double(columns - 1)
         return (available / Double(columns)).rounded(.down)
     }

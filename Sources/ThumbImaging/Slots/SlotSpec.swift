@@ -1,39 +1,39 @@
 /// A bad slot name or inline spec: `text` is what was given (shortened when long), `reason`
 /// what is wrong with it.
-public struct SlotSpecError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var text: String
-    public var reason: String
-    public var description: String { "bad slot '\(text)': \(reason)" }
+package struct SlotSpecError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var text: String
+    package var reason: String
+    package var description: String { "bad slot '\(text)': \(reason)" }
 
-    public init(text: some StringProtocol, reason: String) {
+    package init(text: some StringProtocol, reason: String) {
         self.text = DisplayText.truncated(text)
         self.reason = reason
     }
 }
 
 /// A resolved slot: a kind and, when the text named one (`large@2x`, `48x48@3x,fill`), a scale.
-public struct SlotSelection: Sendable, Equatable {
-    public var kind: SlotKind
-    public var scale: Int?
+package struct SlotSelection: Sendable, Equatable {
+    package var kind: SlotKind
+    package var scale: Int?
 
-    public init(kind: SlotKind, scale: Int?) {
+    package init(kind: SlotKind, scale: Int?) {
         self.kind = kind
         self.scale = scale
     }
 
     /// The scales to render: the one named, or every scale the kind declares.
-    public var scales: [Int] { scale.map { [$0] } ?? kind.scales }
+    package var scales: [Int] { scale.map { [$0] } ?? kind.scales }
 }
 
-public enum SlotSpec {
-    public static let supportedScales = DisplayScale.range
-    public static let maxPixelsPerSide = SlotBounds.maxPixelsPerSide
+package enum SlotSpec {
+    package static let supportedScales = DisplayScale.range
+    package static let maxPixelsPerSide = SlotBounds.maxPixelsPerSide
 
     /// Parses an inline spec: `WxH[@Nx][,fill|fit][,circle|,radius=R][,upscale][,crop=centre|attention|focus]`, sizes in points
     /// (plain decimals), each scale's output within `SlotBounds` and `maxOutputPixels`.
     /// The kind's name is the spec itself with commas as dashes (safe in file names).
     /// A pure function of its input: the fuzz target for inline specs drives it directly.
-    public static func parse(_ text: String, maxOutputPixels: Int = ImageLimits().maxOutputPixels) throws(SlotSpecError) -> SlotSelection {
+    package static func parse(_ text: String, maxOutputPixels: Int = ImageLimits().maxOutputPixels) throws(SlotSpecError) -> SlotSelection {
         func fail(_ reason: String) -> SlotSpecError { SlotSpecError(text: text, reason: reason) }
         guard text.utf8.count <= SlotBounds.maxTextBytes else {
             throw fail("a spec is at most \(SlotBounds.maxTextBytes) bytes, this one \(text.utf8.count)")
@@ -87,7 +87,7 @@ public enum SlotSpec {
 
     /// Checks that `kind` has sane sides and that every scale of it gives an output within
     /// `SlotBounds.maxPixelsPerSide` a side and `maxOutputPixels` in all, upscaled or not.
-    public static func validate(_ kind: SlotKind, in text: String, maxOutputPixels: Int) throws(SlotSpecError) {
+    package static func validate(_ kind: SlotKind, in text: String, maxOutputPixels: Int) throws(SlotSpecError) {
         let maxPoints = SlotBounds.maxSidePoints
         guard SlotBounds.isSide(kind.widthPoints), SlotBounds.isSide(kind.heightPoints) else {
             throw SlotSpecError(text: text, reason: "width and height must be more than 0 and at most \(maxPoints) points")
@@ -119,19 +119,19 @@ public enum SlotSpec {
 }
 
 /// The registered kinds by name, and the output cap every selection is held to.
-public struct SlotCatalog: Sendable, Equatable {
-    public private(set) var kinds: [String: SlotKind]
+package struct SlotCatalog: Sendable, Equatable {
+    package private(set) var kinds: [String: SlotKind]
     /// `limits.maxOutputPixels`: no selection (a kind at a scale, an inline spec) may give more.
-    public var maxOutputPixels: Int
+    package var maxOutputPixels: Int
 
-    public init(kinds: [SlotKind] = [], maxOutputPixels: Int = ImageLimits().maxOutputPixels) {
+    package init(kinds: [SlotKind] = [], maxOutputPixels: Int = ImageLimits().maxOutputPixels) {
         self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.maxOutputPixels = maxOutputPixels
     }
 
     /// Resolves a kind name (`large`, `contact-avatar@3x`) or an inline spec (`48x48@3x,fill,circle`);
     /// every scale it selects is checked against the bounds and `maxOutputPixels`.
-    public func resolve(_ text: String) throws(SlotSpecError) -> SlotSelection {
+    package func resolve(_ text: String) throws(SlotSpecError) -> SlotSelection {
         guard text.utf8.count <= SlotBounds.maxTextBytes else {
             throw SlotSpecError(text: text, reason: "a kind name or spec is at most \(SlotBounds.maxTextBytes) bytes, this one \(text.utf8.count)")
         }
@@ -156,7 +156,7 @@ public struct SlotCatalog: Sendable, Equatable {
 
     /// Resolves `text`, then renders it at `scale` instead when one is given (`?scale=`, a
     /// prefetch's or a job's scale), checked like any other selection.
-    public func resolve(_ text: String, scale: DisplayScale?) throws(SlotSpecError) -> SlotSelection {
+    package func resolve(_ text: String, scale: DisplayScale?) throws(SlotSpecError) -> SlotSelection {
         var selection = try resolve(text)
         guard let scale else { return selection }
         _ = try SlotSpec.checkedPixelSize(selection.kind, scale: scale.value, in: text, maxOutputPixels: maxOutputPixels)

@@ -1,24 +1,24 @@
 /// Where a thumbnail comes from in the source and how big it is: pure arithmetic on sizes.
 /// All values are pixels of the displayed (upright) image, unless `stored(for:)` moved them.
-public struct ThumbnailGeometry: Sendable, Equatable {
+package struct ThumbnailGeometry: Sendable, Equatable {
     /// Output size, pixels.
-    public var outputWidth: Int
-    public var outputHeight: Int
+    package var outputWidth: Int
+    package var outputHeight: Int
     /// Source rectangle that maps onto the output (the whole image for `fit`, a crop for `fill`,
     /// centred until `placed(centreX:centreY:)` moves it), in source pixels, possibly fractional.
-    public var cropX: Double
-    public var cropY: Double
-    public var cropWidth: Double
-    public var cropHeight: Double
+    package var cropX: Double
+    package var cropY: Double
+    package var cropWidth: Double
+    package var cropHeight: Double
     /// The source's size in the same frame as the crop, pixels.
-    public var sourceWidth: Double
-    public var sourceHeight: Double
+    package var sourceWidth: Double
+    package var sourceHeight: Double
 
     /// Sizes a source of `sourceWidth` × `sourceHeight` pixels for a slot of
     /// `slotWidth` × `slotHeight` pixels. No output side exceeds the slot's (a fill that keeps
     /// the slot's aspect ratio is at most the slot), so the arithmetic cannot leave the bounds
     /// the slot was checked against.
-    public init(sourceWidth: Int, sourceHeight: Int, slotWidth: Int, slotHeight: Int,
+    package init(sourceWidth: Int, sourceHeight: Int, slotWidth: Int, slotHeight: Int,
                 mode: SlotKind.ContentMode, upscale: Bool) {
         let sw = Double(sourceWidth), sh = Double(sourceHeight)
         let tw = Double(slotWidth), th = Double(slotHeight)
@@ -55,7 +55,7 @@ public struct ThumbnailGeometry: Sendable, Equatable {
 
     /// The same crop moved so its centre is as near (`centreX`, `centreY`) (source pixels) as
     /// the source allows: clamped so the crop stays inside it.
-    public func placed(centreX: Double, centreY: Double) -> ThumbnailGeometry {
+    package func placed(centreX: Double, centreY: Double) -> ThumbnailGeometry {
         var copy = self
         copy.cropX = Self.clamp(centreX - cropWidth / 2, to: sourceWidth - cropWidth)
         copy.cropY = Self.clamp(centreY - cropHeight / 2, to: sourceHeight - cropHeight)
@@ -63,7 +63,7 @@ public struct ThumbnailGeometry: Sendable, Equatable {
     }
 
     /// The crop placed on the focus (fractions of this frame's source).
-    public func placed(on focus: FocusRegion) -> ThumbnailGeometry {
+    package func placed(on focus: FocusRegion) -> ThumbnailGeometry {
         placed(centreX: focus.centreX * sourceWidth, centreY: focus.centreY * sourceHeight)
     }
 
@@ -74,7 +74,7 @@ public struct ThumbnailGeometry: Sendable, Equatable {
     }
 
     /// The crop as the displayed frame's rectangle (this geometry being in that frame).
-    public var cropRectangle: CropRectangle {
+    package var cropRectangle: CropRectangle {
         CropRectangle(x: cropX, y: cropY, width: cropWidth, height: cropHeight)
     }
 }

@@ -2,13 +2,13 @@ import Foundation
 
 /// Which formats a kind's thumbnails are written in: the one a request gets when it names none
 /// (`preferred`), and the ones a request may pick with `format=` or `Accept` (`allowed`).
-public struct OutputFormats: Sendable, Equatable {
+package struct OutputFormats: Sendable, Equatable {
     /// `auto` is today's choice: PNG for an image with transparency, JPEG otherwise.
-    public var preferred: EncoderSettings.Format = .auto
+    package var preferred: EncoderSettings.Format = .auto
     /// `auto` needs both JPEG and PNG here.
-    public var allowed: Set<ImageFormat> = [.jpeg, .png, .webp]
+    package var allowed: Set<ImageFormat> = [.jpeg, .png, .webp]
 
-    public init(preferred: EncoderSettings.Format = .auto, allowed: Set<ImageFormat> = [.jpeg, .png, .webp]) {
+    package init(preferred: EncoderSettings.Format = .auto, allowed: Set<ImageFormat> = [.jpeg, .png, .webp]) {
         self.preferred = preferred
         self.allowed = allowed
     }
@@ -18,15 +18,15 @@ public struct OutputFormats: Sendable, Equatable {
     static let negotiable: [ImageFormat] = [.avif, .webp]
 
     /// Why a request's `format=` cannot be served.
-    public struct Refusal: Error, Equatable, Sendable {
-        public var reason: String
+    package struct Refusal: Error, Equatable, Sendable {
+        package var reason: String
         package init(reason: String) { self.reason = reason }
     }
 
     /// The encoder format for a request: `asked` (its `format=`) when given and allowed (`auto` is
     /// the kind's preferred); else the best negotiable format `accept` names and the kind allows;
     /// else `preferred`. `variesWithAccept`: the answer would differ for another `Accept`.
-    public func choose(asked: EncoderSettings.Format?, accept: String?) throws(Refusal) -> (format: EncoderSettings.Format, variesWithAccept: Bool) {
+    package func choose(asked: EncoderSettings.Format?, accept: String?) throws(Refusal) -> (format: EncoderSettings.Format, variesWithAccept: Bool) {
         if let asked {
             switch asked {
             case .auto: return (preferred, false)
@@ -50,7 +50,7 @@ public struct OutputFormats: Sendable, Equatable {
 
 extension EncoderSettings.Format {
     /// The one format this choice writes; nil for `auto`, which depends on the pixels.
-    public var imageFormat: ImageFormat? {
+    package var imageFormat: ImageFormat? {
         switch self {
         case .auto: nil
         case .jpeg: .jpeg
@@ -87,15 +87,15 @@ struct AcceptHeader {
 
 /// The output formats of every kind: the `encoding` section's `format` and `formats`, and a
 /// kind's own `encoding` over them.
-public struct OutputFormatPolicy: Sendable, Equatable {
-    public var defaults = OutputFormats()
-    public var byKind: [String: OutputFormats] = [:]
+package struct OutputFormatPolicy: Sendable, Equatable {
+    package var defaults = OutputFormats()
+    package var byKind: [String: OutputFormats] = [:]
 
-    public init() {}
+    package init() {}
 
     /// A kind's formats. AVIF encodes take far longer than JPEG (see the AVIF
     /// measurements of Benchmarks/README.md): it comes only to kinds that are pre-rendered, never on a request's path.
-    public func formats(for kind: SlotKind) -> OutputFormats {
+    package func formats(for kind: SlotKind) -> OutputFormats {
         if let own = byKind[kind.name] { return own }
         var formats = defaults
         if !kind.pregenerate {

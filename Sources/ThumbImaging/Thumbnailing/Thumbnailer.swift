@@ -1,20 +1,20 @@
 /// What to render: a slot kind at one scale, and how to encode it.
-public struct ThumbnailRequest: Sendable, Equatable {
-    public var kind: SlotKind
+package struct ThumbnailRequest: Sendable, Equatable {
+    package var kind: SlotKind
     /// Display scale: the output is the kind's points × scale, in pixels.
-    public var scale: Int
-    public var encoder: EncoderSettings
+    package var scale: Int
+    package var encoder: EncoderSettings
     /// Turn the image upright per its EXIF orientation (the default).
-    public var appliesOrientation: Bool
+    package var appliesOrientation: Bool
     /// The asset's focus, if it has one: a `fill` crop of a `.focus` kind keeps it nearest the
     /// slot's centre (a `.centre` or `.attention` kind ignores it).
-    public var focus: FocusRegion?
+    package var focus: FocusRegion?
     /// Where attention placed this output's crop on an earlier decode of the same version (a
     /// point: `AttentionPlacement.centre`): the crop goes there without placing it again, so a
     /// JPEG decodes only the crop's columns. Ignored unless attention would place the crop.
-    public var placedCentre: FocusRegion?
+    package var placedCentre: FocusRegion?
 
-    public init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true,
+    package init(kind: SlotKind, scale: Int, encoder: EncoderSettings = EncoderSettings(), appliesOrientation: Bool = true,
                 focus: FocusRegion? = nil, placedCentre: FocusRegion? = nil) {
         self.kind = kind
         self.scale = scale
@@ -26,72 +26,72 @@ public struct ThumbnailRequest: Sendable, Equatable {
 }
 
 /// A rendered thumbnail before encoding.
-public struct RenderedImage: Sendable {
-    public var pixels: PixelBuffer
+package struct RenderedImage: Sendable {
+    package var pixels: PixelBuffer
     /// Source size as displayed (after orientation), pixels.
-    public var sourceWidth: Int
-    public var sourceHeight: Int
+    package var sourceWidth: Int
+    package var sourceHeight: Int
     /// Decoder warnings (corrupt data that was concealed), one line; nil when clean.
-    public var warning: String?
+    package var warning: String?
     /// What part of the displayed source the pixels show.
-    public var crop: CropRectangle
+    package var crop: CropRectangle
     /// Where attention placed the crop in this decode, for later renders of this version (nil
     /// when it did not: no attention crop, one handed its place, or one the memory limit centred).
-    public var placement: AttentionPlacement?
+    package var placement: AttentionPlacement?
 }
 
 /// An encoded thumbnail.
-public struct Thumbnail: Sendable {
-    public var bytes: [UInt8]
-    public var format: ImageFormat
+package struct Thumbnail: Sendable {
+    package var bytes: [UInt8]
+    package var format: ImageFormat
     /// Output size, pixels.
-    public var width: Int
-    public var height: Int
-    public var warning: String?
+    package var width: Int
+    package var height: Int
+    package var warning: String?
     /// What part of the displayed source it shows.
-    public var crop: CropRectangle
+    package var crop: CropRectangle
 }
 
 /// The thumbnails of one decode, the source's placeholder when it was asked for, and where
 /// attention placed the crops it placed (one per shape).
-public struct ThumbnailSet: Sendable {
-    public var thumbnails: [Thumbnail]
-    public var placeholder: Placeholder?
-    public var placements: [AttentionPlacement]
+package struct ThumbnailSet: Sendable {
+    package var thumbnails: [Thumbnail]
+    package var placeholder: Placeholder?
+    package var placements: [AttentionPlacement]
 }
 
 /// Checked between batches of decoded rows, from inside libjpeg while a progressive file's scans
 /// are consumed, and between slices of rows while encoding (so on the working thread, possibly
 /// hundreds of times a thumbnail: keep it cheap); return true to stop the work (it throws `.cancelled`).
-public typealias CancellationCheck = @Sendable () -> Bool
+package typealias CancellationCheck = @Sendable () -> Bool
 
 /// Source to thumbnail: shrink-on-load, block shrink, Lanczos-3, orientation, colour, mask, encode.
 /// Stateless and thread-safe: one instance serves every worker.
-public struct Thumbnailer: Sendable {
-    public var limits: ImageLimits
+package struct Thumbnailer: Sendable {
+    package var limits: ImageLimits
     /// How much reduction the final Lanczos step keeps (see `ShrinkPlan`).
-    public var tuning: ShrinkPlan.Tuning
+    package var tuning: ShrinkPlan.Tuning
 
-    public init(limits: ImageLimits = ImageLimits(), tuning: ShrinkPlan.Tuning = ShrinkPlan.Tuning()) {
+    package init(limits: ImageLimits = ImageLimits(), tuning: ShrinkPlan.Tuning = ShrinkPlan.Tuning()) {
         self.limits = limits
         self.tuning = tuning
     }
 
     /// Renders and encodes.
-    public func thumbnail(of source: SourceBytes, request: ThumbnailRequest,
+    package func thumbnail(of source: SourceBytes, request: ThumbnailRequest,
                           isCancelled: CancellationCheck? = nil) throws(ImagingError) -> Thumbnail {
         try thumbnails(of: source, requests: [request], isCancelled: isCancelled)[0]
     }
 
     /// Renders and encodes several thumbnails of one source from a single decode (at the DCT
     /// scale the least reduced of them needs): a batch that wants two kinds decodes once.
-    public func thumbnails(of source: SourceBytes, requests: [ThumbnailRequest],
+    package func thumbnails(of source: SourceBytes, requests: [ThumbnailRequest],
                            isCancelled: CancellationCheck? = nil) throws(ImagingError) -> [Thumbnail] {
         try thumbnailSet(of: source, requests: requests, placeholder: .skip, isCancelled: isCancelled).thumbnails
     }
 
     /// The same, and the source's placeholder from that decode as `placeholder` demands.
-    public func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
+    package func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                              isCancelled: CancellationCheck? = nil) throws(ImagingError) -> ThumbnailSet {
         let (rendered, placeholder) = try renderAll(source, requests: requests, placeholder: demand, isCancelled: isCancelled)
         var thumbnails: [Thumbnail] = []
@@ -114,7 +114,7 @@ public struct Thumbnailer: Sendable {
     }
 
     /// Renders to pixels (sRGB, straight alpha), without encoding.
-    public func render(_ source: SourceBytes, request: ThumbnailRequest,
+    package func render(_ source: SourceBytes, request: ThumbnailRequest,
                        isCancelled: CancellationCheck? = nil) throws(ImagingError) -> RenderedImage {
         try renderAll(source, requests: [request], placeholder: .skip, isCancelled: isCancelled).images[0]
     }

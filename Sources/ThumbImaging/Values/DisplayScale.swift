@@ -1,21 +1,21 @@
 /// A display scale, pixels per point: 1x to 4x. Every door (inline specs, config `scales`,
 /// `?scale=`, prefetch bodies, jobs) parses into this type, so no other scale reaches the
 /// pixel arithmetic.
-public struct DisplayScale: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public static let range = 1...4
+package struct DisplayScale: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package static let range = 1...4
     /// What every refusal says about the range.
-    public static let rangeDescription = "a whole number from 1 to 4"
+    package static let rangeDescription = "a whole number from 1 to 4"
 
-    public let value: Int
+    package let value: Int
 
-    public init?(_ value: Int) {
+    package init?(_ value: Int) {
         guard Self.range.contains(value) else { return nil }
         self.value = value
     }
 
     /// "1" to "4", with a trailing "x" when `allowsSuffix` ("2x" in `large@2x`). Nothing else:
     /// no sign, no leading zero, no spaces.
-    public init?(text: some StringProtocol, allowsSuffix: Bool = false) {
+    package init?(text: some StringProtocol, allowsSuffix: Bool = false) {
         var utf8 = Array(text.utf8)
         if allowsSuffix, utf8.last == UInt8(ascii: "x") { utf8.removeLast() }
         guard utf8.count == 1, let digit = utf8.first, (UInt8(ascii: "1")...UInt8(ascii: "4")).contains(digit) else { return nil }
@@ -23,11 +23,11 @@ public struct DisplayScale: Sendable, Hashable, Comparable, CustomStringConverti
     }
 
     /// A JSON number: whole and in range (1.5, 1e17, 0 and -5 are not scales).
-    public init?(json number: Double) {
+    package init?(json number: Double) {
         guard let whole = CheckedConversion.wholeNumber(number, in: Self.range) else { return nil }
         value = whole
     }
 
-    public static func < (lhs: DisplayScale, rhs: DisplayScale) -> Bool { lhs.value < rhs.value }
-    public var description: String { "\(value)x" }
+    package static func < (lhs: DisplayScale, rhs: DisplayScale) -> Bool { lhs.value < rhs.value }
+    package var description: String { "\(value)x" }
 }

@@ -1,10 +1,10 @@
 /// A size in pixels whose sides are each 1 ... `SlotBounds.maxPixelsPerSide`, so that the
 /// product and any per-pixel byte count fit an Int with room to spare.
-public struct PixelSize: Sendable, Hashable, CustomStringConvertible {
-    public let width: Int
-    public let height: Int
+package struct PixelSize: Sendable, Hashable, CustomStringConvertible {
+    package let width: Int
+    package let height: Int
 
-    public init?(width: Int, height: Int) {
+    package init?(width: Int, height: Int) {
         let sides = 1...SlotBounds.maxPixelsPerSide
         guard sides.contains(width), sides.contains(height) else { return nil }
         self.width = width
@@ -13,28 +13,28 @@ public struct PixelSize: Sendable, Hashable, CustomStringConvertible {
 
     /// `points` × `scale`, rounded; nil when a side is not finite or rounds outside
     /// 1 ... `SlotBounds.maxPixelsPerSide` (a 1e-300-point kind is as wrong as a 1e19-point one).
-    public init?(widthPoints: Double, heightPoints: Double, scale: Int) {
+    package init?(widthPoints: Double, heightPoints: Double, scale: Int) {
         let sides = 1...SlotBounds.maxPixelsPerSide
         guard let width = CheckedConversion.integer(widthPoints * Double(scale), in: sides),
               let height = CheckedConversion.integer(heightPoints * Double(scale), in: sides) else { return nil }
         self.init(width: width, height: height)
     }
 
-    public var pixelCount: Int { width * height }
-    public var description: String { "\(width)x\(height) px" }
+    package var pixelCount: Int { width * height }
+    package var description: String { "\(width)x\(height) px" }
 }
 
 /// The bounds every slot kind is held to, wherever it comes from (config, inline spec, job).
-public enum SlotBounds {
+package enum SlotBounds {
     /// Longest side of a kind, points (the same length in pixels at 1x).
-    public static let maxSidePoints = 8192
-    public static var maxPoints: Double { Double(maxSidePoints) }
+    package static let maxSidePoints = 8192
+    package static var maxPoints: Double { Double(maxSidePoints) }
     /// Longest side of an output, pixels.
-    public static let maxPixelsPerSide = 8192
+    package static let maxPixelsPerSide = 8192
     /// Longest kind name or inline spec, bytes.
-    public static let maxTextBytes = 256
+    package static let maxTextBytes = 256
     /// The largest `limits.maxOutputPixels` a config may set (8192 × 8192).
-    public static let outputPixelsCeiling = 8192 * 8192
+    package static let outputPixelsCeiling = 8192 * 8192
 
     /// A length in points as an inline spec writes it: plain decimal digits with an optional
     /// fraction (`48`, `12.5`): no sign, exponent, hex, `inf` or `nan`.

@@ -10,9 +10,9 @@ typealias AssetReadError = FileReadError
 /// An asset opened by `AssetRoot.openForReading`: the descriptor, and the version `fstat` of
 /// that descriptor gave. The bytes are read from this descriptor only (never a second open by
 /// path), so the version describes exactly the file read. Closed at deinit.
-public final class AssetFile {
+package final class AssetFile {
     let descriptor: Int32
-    public let version: AssetVersion
+    package let version: AssetVersion
 
     init(descriptor: Int32, version: AssetVersion) {
         self.descriptor = descriptor

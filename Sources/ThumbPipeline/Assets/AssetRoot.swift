@@ -4,7 +4,7 @@ import Glibc
 import ThumbSystem
 
 /// Why an asset path was refused or not found.
-public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Outside the root: `..`, an absolute path, a symlink that escapes, the cache folder, a device.
     case forbidden(path: String, reason: String)
     case notFound(path: String)
@@ -12,7 +12,7 @@ public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible 
     case permissionDenied(path: String, reason: String)
     case unreadable(path: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .forbidden(let path, let reason): "\(path): refused: \(reason)"
         case .notFound(let path): "\(path): no such asset"
@@ -33,17 +33,17 @@ public enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible 
 /// the root work; absolute symlinks are refused even when they point inside (what "inside"
 /// means for an absolute target changes with where the root is mounted), as is every `..`
 /// that would leave the root.
-public struct AssetRoot: Sendable {
+package struct AssetRoot: Sendable {
     /// Absolute, symlink-free path of the root.
-    public let path: String
+    package let path: String
     /// Folders under the root that are never assets (the cache, when it lives inside).
-    public let excluded: [String]
+    package let excluded: [String]
     /// `excluded` relative to the root, for the folders inside it.
     let excludedInside: [String]
     /// How assets are opened (`openat2` unless forced, or missing).
     let opener: BeneathOpener
 
-    public init(path: String, excluding excluded: [String] = []) throws(SystemError) {
+    package init(path: String, excluding excluded: [String] = []) throws(SystemError) {
         try self.init(path: path, excluding: excluded, opener: BeneathOpener())
     }
 
@@ -59,7 +59,7 @@ public struct AssetRoot: Sendable {
 
     /// Resolves `relative` (as a client sent it) to an absolute path and its current version,
     /// without reading it (an `O_PATH` descriptor: a FIFO or a device is never opened).
-    public func resolve(_ relative: String) throws(AssetPathError) -> (absolutePath: String, version: AssetVersion) {
+    package func resolve(_ relative: String) throws(AssetPathError) -> (absolutePath: String, version: AssetVersion) {
         let opened = try open(relative, flags: ConfinedOpen.pathOnly)
         Glibc.close(opened.descriptor)
         return (path + "/" + opened.version.path, opened.version)
@@ -67,7 +67,7 @@ public struct AssetRoot: Sendable {
 
     /// Opens `relative` for reading (`O_NONBLOCK | O_NOCTTY`: a FIFO or a terminal swapped in
     /// cannot block or adopt the caller). The caller owns the descriptor.
-    public func openForReading(_ relative: String) throws(AssetPathError) -> AssetFile {
+    package func openForReading(_ relative: String) throws(AssetPathError) -> AssetFile {
         let opened = try open(relative, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY)
         return AssetFile(descriptor: opened.descriptor, version: opened.version)
     }

@@ -2,17 +2,17 @@ import ThumbSystem
 
 /// One version of an asset: any change to its bytes changes at least one field
 /// (a rewrite in place changes size or mtime; a replace-by-rename changes the inode).
-public struct AssetVersion: Hashable, Sendable, CustomStringConvertible {
+package struct AssetVersion: Hashable, Sendable, CustomStringConvertible {
     /// Path relative to the asset root, `/`-separated, no `.` or `..` components.
-    public var path: String
+    package var path: String
     /// Size, bytes.
-    public var size: Int
+    package var size: Int
     /// Modification time, nanoseconds since the epoch.
-    public var modifiedNanoseconds: Int64
-    public var inode: UInt64
-    public var device: UInt64
+    package var modifiedNanoseconds: Int64
+    package var inode: UInt64
+    package var device: UInt64
 
-    public init(path: String, size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
+    package init(path: String, size: Int, modifiedNanoseconds: Int64, inode: UInt64, device: UInt64) {
         self.path = path
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
@@ -21,7 +21,7 @@ public struct AssetVersion: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A compact, stable text form (used in cache keys and the index).
-    public var description: String { "\(path)|\(size)|\(modifiedNanoseconds)|\(inode)|\(device)" }
+    package var description: String { "\(path)|\(size)|\(modifiedNanoseconds)|\(inode)|\(device)" }
 }
 
 extension AssetVersion {

@@ -7,21 +7,21 @@ import ThumbSystem
 /// Identifies one thumbnail: asset version, kind geometry, scale, encoder settings and the
 /// pipeline version. A changed file or a changed kind gives a different key, so it can never
 /// be answered with an old thumbnail.
-public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
+package struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// Bumped whenever rendering changes output for the same inputs.
-    public static let pipelineVersion = 1
+    package static let pipelineVersion = 1
 
     /// The full text the key stands for (kept in the index, compared on lookup).
-    public let descriptor: String
+    package let descriptor: String
     /// 32 hex digits: the cache file's name and the ETag.
-    public let digest: String
-    public let assetPath: String
+    package let digest: String
+    package let assetPath: String
     /// The focus the thumbnail is cropped around: the asset's, for a kind whose crop follows it
     /// (`SlotKind.cropFollowsFocus`); nil for every other kind, whatever was passed.
-    public let focus: FocusRegion?
+    package let focus: FocusRegion?
 
     /// `focus`: the asset's focus (nil: none); only a kind whose crop follows it keeps it.
-    public init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true,
+    package init(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings, appliesOrientation: Bool = true,
                 focus: FocusRegion? = nil) {
         let kept = kind.cropFollowsFocus ? focus : nil
         let geometry = Self.shape(of: kind) + Self.cropPart(kind, focus: kept)
@@ -39,7 +39,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         self.focus = kept
     }
 
-    public var description: String { digest }
+    package var description: String { digest }
 
     /// Size, mode, mask and upscaling: a kind's thumbnails are keyed by what they look like, not
     /// by its name.
@@ -56,7 +56,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// in any encoding (for a focus kind, around any focus): how `DELETE /v1/cache?kind=` finds
     /// them. Thumbnails of another kind of the same shape and crop match as well, whatever their
     /// encoding (those of the same encoding are the very same files).
-    public static func kindMarker(_ kind: SlotKind) -> String {
+    package static func kindMarker(_ kind: SlotKind) -> String {
         switch kind.effectiveCrop {
         case .centre, .attention: "|" + shape(of: kind) + cropPart(kind, focus: nil) + "|@"
         case .focus: "|" + shape(of: kind) + focusCropMarker
@@ -103,30 +103,30 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A thumbnail as the cache holds it: encoded bytes and where they live on disk.
-public struct CachedThumbnail: Sendable, Equatable {
+package struct CachedThumbnail: Sendable, Equatable {
     /// What a server built to answer with this thumbnail, shared by every copy (see
     /// `ServingAttachment`); not part of the value (`==` ignores it).
-    public let serving: ServingAttachment
-    public var key: CacheKey
-    public var bytes: [UInt8]
+    package let serving: ServingAttachment
+    package var key: CacheKey
+    package var bytes: [UInt8]
     /// Where the cache file is, or would be: other local services may read it directly — but
     /// only through `storedFilePath`, which says whether it was written and is still there.
-    public var filePath: String
+    package var filePath: String
     /// Whether the disk cache wrote the file (false: rendered while the cache could not write;
     /// served from memory only).
-    public var isStored: Bool
-    public var format: ImageFormat
+    package var isStored: Bool
+    package var format: ImageFormat
     /// Output size, pixels.
-    public var width: Int
-    public var height: Int
+    package var width: Int
+    package var height: Int
     /// The part of the displayed source shown, source pixels; nil when not known (an index row
     /// from before crops were recorded).
-    public var crop: CropRectangle?
+    package var crop: CropRectangle?
 
     /// A strong ETag: the key's digest, quoted.
-    public var etag: String { "\"\(key.digest)\"" }
+    package var etag: String { "\"\(key.digest)\"" }
 
-    public init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int,
+    package init(key: CacheKey, bytes: [UInt8], filePath: String, format: ImageFormat, width: Int, height: Int,
                 isStored: Bool = true, crop: CropRectangle? = nil) {
         self.key = key
         self.bytes = bytes
@@ -139,7 +139,7 @@ public struct CachedThumbnail: Sendable, Equatable {
         serving = ServingAttachment()
     }
 
-    public static func == (lhs: CachedThumbnail, rhs: CachedThumbnail) -> Bool {
+    package static func == (lhs: CachedThumbnail, rhs: CachedThumbnail) -> Bool {
         lhs.key == rhs.key && lhs.bytes == rhs.bytes && lhs.filePath == rhs.filePath && lhs.isStored == rhs.isStored
             && lhs.format == rhs.format && lhs.width == rhs.width && lhs.height == rhs.height && lhs.crop == rhs.crop
     }
@@ -149,7 +149,7 @@ extension CachedThumbnail {
     /// The cache file's path if it was written and is there now, whole (a regular file of
     /// exactly these bytes' size); nil otherwise. A client is never handed a path to nothing:
     /// the folder may have been removed, or the disk full, since.
-    public var storedFilePath: String? {
+    package var storedFilePath: String? {
         guard isStored else { return nil }
         var status = stat()
         guard (try? systemCall("stat \(filePath)", { lstat(filePath, &status) })) != nil,

@@ -3,30 +3,30 @@ import ThumbImaging
 /// What operators ask of a cache, from the daemon (`GET /v1/cache/stats`, `DELETE /v1/cache`)
 /// or without one (`thumbd cache stats|purge|verify`): its contents counted, thumbnails removed
 /// by asset or folder, and its files checked against its index.
-public struct CacheStatistics: Sendable, Equatable {
+package struct CacheStatistics: Sendable, Equatable {
     /// Thumbnails indexed, and their bytes.
-    public var entries = 0
-    public var bytes = 0
+    package var entries = 0
+    package var bytes = 0
     /// The budget the cache evicts to (`cache.diskBytes`).
-    public var budgetBytes = 0
+    package var budgetBytes = 0
     /// Distinct assets with a thumbnail.
-    public var assets = 0
+    package var assets = 0
     /// Asset versions with a placeholder, remembered failures, pre-renders waiting, focus points.
-    public var placeholders = 0
-    public var failures = 0
-    public var backlog = 0
-    public var focusPoints = 0
+    package var placeholders = 0
+    package var failures = 0
+    package var backlog = 0
+    package var focusPoints = 0
 }
 
 /// What a purge removed.
-public struct CachePurge: Sendable, Equatable {
-    public var entries = 0
-    public var bytes = 0
+package struct CachePurge: Sendable, Equatable {
+    package var entries = 0
+    package var bytes = 0
     /// The assets it was asked to clear (and, for a folder, those it found): the memory cache
     /// drops theirs.
-    public var assetPaths: Set<String> = []
+    package var assetPaths: Set<String> = []
 
-    public init(entries: Int = 0, bytes: Int = 0, assetPaths: Set<String> = []) {
+    package init(entries: Int = 0, bytes: Int = 0, assetPaths: Set<String> = []) {
         self.entries = entries
         self.bytes = bytes
         self.assetPaths = assetPaths
@@ -34,20 +34,20 @@ public struct CachePurge: Sendable, Equatable {
 }
 
 /// What a verification found and mended.
-public struct CacheVerification: Sendable, Equatable {
+package struct CacheVerification: Sendable, Equatable {
     /// Files no row named (orphans of a crash, strays), removed.
-    public var filesRemoved = 0
-    public var fileBytesRemoved = 0
+    package var filesRemoved = 0
+    package var fileBytesRemoved = 0
     /// Rows whose file was missing, of another size or misnamed, removed (rendered again when asked).
-    public var rowsRemoved = 0
+    package var rowsRemoved = 0
     /// What the cache holds afterwards.
-    public var entries = 0
-    public var bytes = 0
+    package var entries = 0
+    package var bytes = 0
 }
 
 extension DiskCache {
     /// Counts, from the index (one query each, under the lock).
-    public var detailedStatistics: CacheStatistics {
+    package var detailedStatistics: CacheStatistics {
         state.withLock { (state: inout State) -> CacheStatistics in
             var statistics = CacheStatistics(entries: state.entryCount, bytes: state.totalBytes, budgetBytes: byteBudget)
             guard let database = state.database else { return statistics }
@@ -63,11 +63,11 @@ extension DiskCache {
 
     /// Waits until the files of removed rows are unlinked (they leave under the lock and are
     /// unlinked in the background): for a command that purges and exits.
-    public func waitForRemovals() { reaper.waitUntilReaped() }
+    package func waitForRemovals() { reaper.waitUntilReaped() }
 
     /// Every file checked against the index, shard by shard, and every disagreement mended (see
     /// `reconcileFiles`); nil when the index failed meanwhile.
-    public func verify() -> CacheVerification? {
+    package func verify() -> CacheVerification? {
         guard let dropped = reconcileFiles() else { return nil }
         let totals = statistics
         return CacheVerification(filesRemoved: dropped.files, fileBytesRemoved: dropped.fileBytes, rowsRemoved: dropped.rows,
@@ -89,7 +89,7 @@ extension DiskCache {
     /// lock. A thumbnail of the kind stored while the walk runs stays if its digest sorts before
     /// the walk's position: it was rendered after the purge was asked, as a render that was
     /// running when it was asked is.
-    public func purge(kindMarker marker: String, scale: Int? = nil, batchRows: Int? = nil) -> CachePurge {
+    package func purge(kindMarker marker: String, scale: Int? = nil, batchRows: Int? = nil) -> CachePurge {
         guard !marker.isEmpty else { return CachePurge() }
         var total = CachePurge()
         var position = ""

@@ -18,12 +18,12 @@ extension DiskCache {
     }
 
     /// One asset waiting for its pre-renders.
-    public struct BacklogRow: Sendable, Equatable {
-        public var assetPath: String
+    package struct BacklogRow: Sendable, Equatable {
+        package var assetPath: String
         /// Its place in the backlog; the row is finished or retried only while it still has it.
-        public var sequence: Int64
+        package var sequence: Int64
         /// Transient failures so far.
-        public var attempts: Int
+        package var attempts: Int
     }
 
     /// Adds each asset to the backlog (one transaction). One that is there already is moved to
@@ -137,5 +137,5 @@ extension DiskCache {
     }
 
     /// Rows waiting (including those being pre-rendered now).
-    public var backlogRowCount: Int { state.withLock { $0.backlog.rows } }
+    package var backlogRowCount: Int { state.withLock { $0.backlog.rows } }
 }

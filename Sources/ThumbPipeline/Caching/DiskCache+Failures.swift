@@ -5,7 +5,7 @@
 extension DiskCache {
     /// Remembers that `version` of an asset could not be rendered (replacing an older failure
     /// of the same asset).
-    public func recordFailure(_ version: AssetVersion, record: NegativeRecord, reason: String) {
+    package func recordFailure(_ version: AssetVersion, record: NegativeRecord, reason: String) {
         state.withLock { state in
             guard let database = state.database else { return }
             do throws(SQLiteError) {
@@ -19,7 +19,7 @@ extension DiskCache {
 
     /// The recorded failure of exactly this version of the asset; nil when there is none, the
     /// file has changed since (it is then tried again), or the record is of no known kind.
-    public func failure(for version: AssetVersion) -> ThumbFailure? {
+    package func failure(for version: AssetVersion) -> ThumbFailure? {
         state.withLock { (state: inout State) -> ThumbFailure? in
             guard let database = state.database else { return nil }
             var found: ThumbFailure?

@@ -15,13 +15,13 @@ final class FocusMemo: Sendable {
 
 extension DiskCache {
     /// The asset's focus, or nil when it has none (or the index is closed).
-    public func focus(ofAsset assetPath: String) -> FocusRegion? {
+    package func focus(ofAsset assetPath: String) -> FocusRegion? {
         if let loaded = focusMemo.regions.withLock({ $0.map { $0[assetPath] } }) { return loaded }
         return state.withLock { state in loadFocusMemo(&state)[assetPath] }
     }
 
     /// How many assets have a focus.
-    public var focusCount: Int {
+    package var focusCount: Int {
         if let count = focusMemo.regions.withLock({ $0?.count }) { return count }
         return state.withLock { state in loadFocusMemo(&state).count }
     }
@@ -30,7 +30,7 @@ extension DiskCache {
     /// thumbnails cropped around a focus (their keys held the old one or none: they could never
     /// be served again). Returns how many were dropped.
     @discardableResult
-    public func setFocus(_ focus: FocusRegion, ofAsset assetPath: String) throws(CacheError) -> Int {
+    package func setFocus(_ focus: FocusRegion, ofAsset assetPath: String) throws(CacheError) -> Int {
         let result = try changeFocus(of: assetPath, operation: "set the focus of \(assetPath)") { database throws(SQLiteError) in
             try database.execute("INSERT OR REPLACE INTO focus (asset_path, x, y, width, height) VALUES (?, ?, ?, ?, ?)",
                                  [.text(assetPath), .real(focus.x), .real(focus.y), .real(focus.width), .real(focus.height)])
@@ -41,7 +41,7 @@ extension DiskCache {
 
     /// Removes the asset's focus (and its thumbnails cropped around it). False when it had none.
     @discardableResult
-    public func removeFocus(ofAsset assetPath: String) throws(CacheError) -> Bool {
+    package func removeFocus(ofAsset assetPath: String) throws(CacheError) -> Bool {
         let result = try changeFocus(of: assetPath, operation: "remove the focus of \(assetPath)") { database throws(SQLiteError) in
             try database.execute("DELETE FROM focus WHERE asset_path = ?", [.text(assetPath)]) > 0
         } memo: { $0[assetPath] = nil }

@@ -1,14 +1,14 @@
 import ThumbImaging
 
 /// A placeholder as the index keeps it: valid for the one asset version it was computed from.
-public struct StoredPlaceholder: Sendable, Equatable {
+package struct StoredPlaceholder: Sendable, Equatable {
     /// `AssetVersion.description` of the decoded file.
-    public var version: String
-    public var placeholder: Placeholder
+    package var version: String
+    package var placeholder: Placeholder
     /// Where attention placed this version's crops, one a shape.
-    public var placements: [AttentionPlacement]
+    package var placements: [AttentionPlacement]
 
-    public init(version: String, placeholder: Placeholder, placements: [AttentionPlacement] = []) {
+    package init(version: String, placeholder: Placeholder, placements: [AttentionPlacement] = []) {
         self.version = version
         self.placeholder = placeholder
         self.placements = placements
@@ -20,12 +20,12 @@ public struct StoredPlaceholder: Sendable, Equatable {
 /// version's attention placements live in the same row, so they go with it.
 extension DiskCache {
     /// Paths a batch look-up takes at most (the HTTP door allows fewer).
-    public static let maxPlaceholderLookupPaths = 1000
+    package static let maxPlaceholderLookupPaths = 1000
 
     /// Stores (or replaces) the placeholder of `asset`'s version, with `placements`. A row of the
     /// same version keeps the placements it has (two decodes of a new version may race here, each
     /// having placed its own shapes). A hash that does not fit the format is refused rather than stored.
-    public func storePlaceholder(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
+    package func storePlaceholder(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
         guard (5...ThumbHash.maxBytes).contains(placeholder.thumbHash.count) else { return }
         let packed = Int64(placeholder.averageRed) << 24 | Int64(placeholder.averageGreen) << 16
             | Int64(placeholder.averageBlue) << 8 | Int64(placeholder.averageAlpha)
@@ -51,14 +51,14 @@ extension DiskCache {
     }
 
     /// The placeholder of exactly this version, or nil (none yet, or one of another version).
-    public func placeholder(of asset: AssetVersion) -> Placeholder? {
+    package func placeholder(of asset: AssetVersion) -> Placeholder? {
         guard let stored = storedPlaceholders(ofAssets: [asset.path])[asset.path], stored.version == asset.description else { return nil }
         return stored.placeholder
     }
 
     /// The stored rows of these paths, whatever version they belong to (the caller compares
     /// with the version it resolved): one prepared statement reused under one lock.
-    public func storedPlaceholders(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
+    package func storedPlaceholders(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
         state.withLock { (state: inout State) -> [String: StoredPlaceholder] in
             guard let database = state.database else { return [:] }
             var found: [String: StoredPlaceholder] = [:]
@@ -83,7 +83,7 @@ extension DiskCache {
     /// Adds placements to the row of exactly `asset`'s version (a shape already placed keeps its
     /// place); none is stored without that row: a decode that places a crop reads the whole
     /// frame, so the version's first one also wrote the row.
-    public func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion) {
+    package func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion) {
         guard !placements.isEmpty else { return }
         state.withLock { state in
             guard let database = state.database else { return }
@@ -132,7 +132,7 @@ extension DiskCache {
     }
 
     /// Number of stored placeholders (for tests and metrics).
-    public var placeholderCount: Int {
+    package var placeholderCount: Int {
         state.withLock { (state: inout State) -> Int in
             guard let database = state.database else { return 0 }
             return Int((try? database.scalar("SELECT count(*) FROM placeholders")) ?? 0)

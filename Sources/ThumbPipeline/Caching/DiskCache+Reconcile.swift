@@ -17,15 +17,15 @@ import ThumbSystem
 /// misses (the thumbnail is rendered again), so serving before this has run is safe.
 extension DiskCache {
     /// How far a reconcile of the files has come.
-    public struct FileReconcileProgress: Sendable, Equatable {
+    package struct FileReconcileProgress: Sendable, Equatable {
         /// Shard folders done, of `shardCount`.
-        public var shardsDone = 0
+        package var shardsDone = 0
         /// Index rows checked, of about `rowsAtStart` (the count when it started).
-        public var rowsChecked = 0
-        public var rowsAtStart = 0
+        package var rowsChecked = 0
+        package var rowsAtStart = 0
         /// The most rows read in one hold of the lock (at most `reconcileBatchRows`).
-        public var largestRowBatch = 0
-        public static let shardCount = 256
+        package var largestRowBatch = 0
+        package static let shardCount = 256
     }
 
     /// Rows read per hold of the lock.

@@ -21,11 +21,11 @@ import ThumbSystem
 ///
 /// Thread-safe: every operation on the index holds one lock; writing a new file and reading
 /// a hit's bytes happen outside it.
-public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
+package final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// Absolute, symlink-free path of the cache folder.
-    public let directory: String
+    package let directory: String
     /// Total thumbnail bytes kept; older entries are evicted beyond it.
-    public let byteBudget: Int
+    package let byteBudget: Int
     let log: PipelineLog
 
     struct State {
@@ -71,7 +71,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// another process has it open. `reconcilesFiles`: the files are reconciled with the index
     /// before this returns; false leaves that to a later `reconcileFiles()` (the pipeline runs
     /// it in the background, serving meanwhile: a row whose file is gone only costs a render).
-    public init(directory: String, byteBudget: Int, log: PipelineLog = .standardError, reconcilesFiles: Bool = true) throws(CacheError) {
+    package init(directory: String, byteBudget: Int, log: PipelineLog = .standardError, reconcilesFiles: Bool = true) throws(CacheError) {
         do {
             try DiskCacheFiles.createDirectories(directory)
             self.directory = try DiskCacheFiles.realPath(directory)
@@ -93,7 +93,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     deinit { close() }
 
     /// Where the thumbnail for `key` in `format` lives (whether or not it is cached).
-    public func filePath(for key: CacheKey, format: ImageFormat) -> String {
+    package func filePath(for key: CacheKey, format: ImageFormat) -> String {
         directory + "/" + Self.relativePath(digest: key.digest, format: format)
     }
 
@@ -103,7 +103,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
 
     // MARK: - ThumbnailCaching
 
-    public func thumbnail(for key: CacheKey) -> CachedThumbnail? {
+    package func thumbnail(for key: CacheKey) -> CachedThumbnail? {
         guard Self.isDigest(key.digest) else { return nil }
         // Under the lock: find the row, open the file (the descriptor keeps this version
         // readable even if it is evicted or replaced meanwhile), count the use.
@@ -155,7 +155,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// Stores the thumbnail's file and row. A failed write is repaired once (a removed folder
     /// recreated, room made on a full disk) and tried again; a failure that remains starts (or
     /// continues) a reported episode and is thrown: the caller serves from memory.
-    public func insert(_ thumbnail: CachedThumbnail) throws(CacheError) {
+    package func insert(_ thumbnail: CachedThumbnail) throws(CacheError) {
         let key = thumbnail.key
         let operation = "insert \(key.digest)"
         guard Self.isDigest(key.digest) else { throw CacheError(operation: operation, reason: "not a cache digest") }
@@ -251,7 +251,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
         }
     }
 
-    public func removeThumbnails(ofAsset assetPath: String) {
+    package func removeThumbnails(ofAsset assetPath: String) {
         removeThumbnails(ofAssets: [assetPath])
     }
 
@@ -259,7 +259,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     @discardableResult
     /// `keepingFailures`: the assets' remembered failures stay (an operator's purge, unless it
     /// asks: a purge must not let a worker-crashing file crash a fresh worker on every request).
-    public func removeThumbnails(ofAssets assetPaths: [String], keepingFailures: Bool = false) -> CachePurge {
+    package func removeThumbnails(ofAssets assetPaths: [String], keepingFailures: Bool = false) -> CachePurge {
         state.withLock { (state: inout State) -> CachePurge in
             guard let database = state.database else { return CachePurge() }
             var files: [(relative: String, size: Int)] = []
@@ -294,13 +294,13 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     // MARK: - Inspection
 
     /// Bytes and number of the cached thumbnails.
-    public var statistics: (bytes: Int, entries: Int) {
+    package var statistics: (bytes: Int, entries: Int) {
         state.withLock { ($0.totalBytes, $0.entryCount) }
     }
 
     /// Whether the index has `key` (no file read, no use counted): for pre-rendering, which
     /// only needs to know whether work is left.
-    public func contains(_ key: CacheKey) -> Bool {
+    package func contains(_ key: CacheKey) -> Bool {
         state.withLock { (state: inout State) -> Bool in
             guard let database = state.database else { return false }
             var descriptor: String?
@@ -315,7 +315,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
 
     /// The assets (relative paths) that have thumbnails or failures, to reconcile with the
     /// asset folder.
-    public func assetPaths() -> Set<String> {
+    package func assetPaths() -> Set<String> {
         state.withLock { (state: inout State) -> Set<String> in
             guard let database = state.database else { return [] }
             var paths: Set<String> = []
@@ -331,7 +331,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// The assets under the relative folder `folder` (at any depth; "" is the root) that have
     /// thumbnails or failures: one range of the `entries_by_asset` index and one of the
     /// failures' key, so the work is the folder's rows, not the whole index.
-    public func assetPaths(under folder: String) -> Set<String> {
+    package func assetPaths(under folder: String) -> Set<String> {
         let (condition, bounds) = Self.rangeCondition(under: folder)
         return state.withLock { (state: inout State) -> Set<String> in
             guard let database = state.database else { return [] }
@@ -350,12 +350,12 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     /// Drops the thumbnails and failures of every asset under `folder` in one transaction (a
     /// folder of 10k files is one commit, not 10k); returns those assets (for the memory cache).
     @discardableResult
-    public func removeThumbnails(under folder: String) -> Set<String> {
+    package func removeThumbnails(under folder: String) -> Set<String> {
         purge(under: folder).assetPaths
     }
 
     /// `removeThumbnails(under:)`, saying what went.
-    public func purge(under folder: String, keepingFailures: Bool = false) -> CachePurge {
+    package func purge(under folder: String, keepingFailures: Bool = false) -> CachePurge {
         let (condition, bounds) = Self.rangeCondition(under: folder)
         return state.withLock { (state: inout State) -> CachePurge in
             guard let database = state.database else { return CachePurge() }
@@ -395,7 +395,7 @@ public final class DiskCache: ThumbnailCaching, @unchecked Sendable {
     }
 
     /// Closes the index; afterwards lookups miss and inserts fail. Idempotent.
-    public func close() {
+    package func close() {
         state.withLock { state in
             state.database?.close()
             state.database = nil

@@ -11,23 +11,23 @@ import ThumbImaging
 ///   asset's entries.
 /// - Versions the folder watcher vouches for (see `MemoryCache+Vouches`) let a hit skip the
 ///   look at the file: no syscall at all while nothing changed there.
-public final class MemoryCache: ThumbnailCaching {
+package final class MemoryCache: ThumbnailCaching {
     let state = Mutex(State())
     /// Moves (under the lock) whenever vouches are dropped. A request reads it before it resolves
     /// an asset and may vouch for what it found only if it has not moved since.
     let vouchGeneration = Atomic<UInt64>(0)
     /// Budget, bytes of memory (thumbnails and their overhead, see `statistics`).
-    public let byteBudget: Int
+    package let byteBudget: Int
 
     /// What the budget counts for a server's use of an entry's `CachedThumbnail.serving`: a
     /// server that keeps more there lets the process outgrow the budget.
-    public static var servingReserveBytes: Int { Accounting.servingReserveBytes }
+    package static var servingReserveBytes: Int { Accounting.servingReserveBytes }
 
-    public init(byteBudget: Int) {
+    package init(byteBudget: Int) {
         self.byteBudget = max(0, byteBudget)
     }
 
-    public func thumbnail(for key: CacheKey) -> CachedThumbnail? {
+    package func thumbnail(for key: CacheKey) -> CachedThumbnail? {
         state.withLock { state in
             guard let slot = state.index[key.digest], let thumbnail = state.slots[Int(slot)].thumbnail,
                   thumbnail.key == key else { return nil }
@@ -36,7 +36,7 @@ public final class MemoryCache: ThumbnailCaching {
         }
     }
 
-    public func insert(_ thumbnail: CachedThumbnail) {
+    package func insert(_ thumbnail: CachedThumbnail) {
         let cost = Accounting.entryBytes(of: thumbnail)
         // An entry that alone would fill the budget is not kept (it would evict everything).
         guard cost <= byteBudget else { return }
@@ -47,7 +47,7 @@ public final class MemoryCache: ThumbnailCaching {
     }
 
     /// Drops the asset's entries (and its vouch): work in proportion to that asset's entries.
-    public func removeThumbnails(ofAsset assetPath: String) {
+    package func removeThumbnails(ofAsset assetPath: String) {
         state.withLock { state in
             state.removeAsset(assetPath)
             vouchGeneration.add(1, ordering: .releasing)
@@ -55,7 +55,7 @@ public final class MemoryCache: ThumbnailCaching {
     }
 
     /// Bytes counted against the budget (thumbnails and their overhead) and entries held.
-    public var statistics: (bytes: Int, entries: Int) {
+    package var statistics: (bytes: Int, entries: Int) {
         state.withLock { ($0.countedBytes, $0.index.count) }
     }
 

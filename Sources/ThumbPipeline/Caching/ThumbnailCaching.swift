@@ -2,7 +2,7 @@ import ThumbImaging
 
 /// A store of rendered thumbnails by key. The memory and disk caches both have this ability;
 /// the pipeline composes them, and tests substitute their own.
-public protocol ThumbnailCaching: AnyObject, Sendable {
+package protocol ThumbnailCaching: AnyObject, Sendable {
     /// The thumbnail for `key`, or nil. A hit counts as a use for eviction.
     func thumbnail(for key: CacheKey) -> CachedThumbnail?
     /// Stores `thumbnail`, already rendered and carrying its final `filePath`.
@@ -12,8 +12,8 @@ public protocol ThumbnailCaching: AnyObject, Sendable {
 }
 
 /// A cache that cannot do what was asked (the disk is full, the index is unwritable).
-public struct CacheError: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct CacheError: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         case failed
         /// Another process holds the cache folder's lock (refused: one process per cache).
         case inUse
@@ -21,15 +21,15 @@ public struct CacheError: Error, Equatable, Sendable, CustomStringConvertible {
         case diskFull
     }
 
-    public var operation: String
-    public var reason: String
-    public var kind: Kind
+    package var operation: String
+    package var reason: String
+    package var kind: Kind
 
-    public init(operation: String, reason: String, kind: Kind = .failed) {
+    package init(operation: String, reason: String, kind: Kind = .failed) {
         self.operation = operation
         self.reason = reason
         self.kind = kind
     }
 
-    public var description: String { "\(operation): \(reason)" }
+    package var description: String { "\(operation): \(reason)" }
 }

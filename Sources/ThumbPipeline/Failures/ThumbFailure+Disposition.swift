@@ -1,28 +1,28 @@
 /// What a failure means to each consumer: the one table. HTTP answers, `thumbd` exit codes,
 /// batch verdicts and negative-cache records all read it, so they cannot disagree.
-public struct FailureDisposition: Sendable, Equatable {
-    public var httpStatus: Int
+package struct FailureDisposition: Sendable, Equatable {
+    package var httpStatus: Int
     /// The `error` field of the JSON body.
-    public var code: String
+    package var code: String
     /// sysexits.h status for one-shot commands.
-    public var exitCode: Int32
+    package var exitCode: Int32
     /// Whether a batch job (spool, Redis) fails for good (dead letter) rather than being retried.
-    public var isPermanent: Bool
+    package var isPermanent: Bool
     /// Seconds a client should wait before asking again, for 503s.
-    public var retryAfterSeconds: Int? = nil
+    package var retryAfterSeconds: Int? = nil
     /// What the disk cache remembers for this version of the asset, if anything.
-    public var negativeRecord: NegativeRecord? = nil
+    package var negativeRecord: NegativeRecord? = nil
 }
 
 /// A failure remembered per asset version, stored as its raw value in SQLite.
-public enum NegativeRecord: Int, Sendable, CaseIterable {
+package enum NegativeRecord: Int, Sendable, CaseIterable {
     case undecodable = 1
     case tooLarge = 2
     case renderCrashed = 3
     case renderTimedOut = 4
 
     /// The failure a remembered record answers with.
-    public func failure(reason: String) -> ThumbFailure {
+    package func failure(reason: String) -> ThumbFailure {
         switch self {
         case .undecodable: .undecodable(reason: reason)
         case .tooLarge: .tooLarge(reason: reason)
@@ -33,13 +33,13 @@ public enum NegativeRecord: Int, Sendable, CaseIterable {
 }
 
 /// sysexits.h statuses thumbd uses.
-public enum SysExit {
-    public static let usage: Int32 = 64, dataError: Int32 = 65, noInput: Int32 = 66, unavailable: Int32 = 69,
+package enum SysExit {
+    package static let usage: Int32 = 64, dataError: Int32 = 65, noInput: Int32 = 66, unavailable: Int32 = 69,
                       software: Int32 = 70, ioError: Int32 = 74, temporaryFailure: Int32 = 75, noPermission: Int32 = 77
 }
 
 extension ThumbFailure {
-    public var disposition: FailureDisposition {
+    package var disposition: FailureDisposition {
         typealias D = FailureDisposition
         return switch self {
         case .superseded: D(httpStatus: 409, code: "superseded", exitCode: SysExit.temporaryFailure, isPermanent: false)

@@ -3,7 +3,7 @@ import ThumbImaging
 /// Why a request, job or render produced no thumbnail: thumbd's one failure type. Every stage
 /// reports one of these, and `disposition` (ThumbFailure+Disposition.swift) is the only table
 /// that turns it into an HTTP status, an exit code, a batch verdict or a negative-cache record.
-public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// A newer request took the slot (or the token was older than the slot's): never answered with bytes.
     case superseded(currentToken: UInt64)
     /// The slot was released, or the pipeline cancelled the work.
@@ -43,7 +43,7 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case overloaded
     case shuttingDown
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .superseded(let token): "superseded by token \(token)"
         case .cancelled: "cancelled"
@@ -71,7 +71,7 @@ public enum ThumbFailure: Error, Equatable, Sendable, CustomStringConvertible {
 
 extension ThumbFailure {
     /// What went wrong without the category's prefix: the text a negative record keeps.
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .forbidden(_, let reason), .permissionDenied(_, let reason), .assetChanging(_, let reason),
              .unreadable(_, let reason), .undecodable(let reason), .tooLarge(let reason), .outputTooLarge(let reason), .encodingFailed(let reason),
@@ -81,7 +81,7 @@ extension ThumbFailure {
     }
 
     /// The one mapping from the imaging layer's errors.
-    public init(_ error: ImagingError) {
+    package init(_ error: ImagingError) {
         switch error {
         case .cancelled: self = .cancelled
         case .tooLarge(let reason): self = .tooLarge(reason: reason)
@@ -92,7 +92,7 @@ extension ThumbFailure {
     }
 
     /// The one mapping from refusals of an asset path (at submit and at open).
-    public init(_ error: AssetPathError) {
+    package init(_ error: AssetPathError) {
         switch error {
         case .forbidden(let path, let reason): self = .forbidden(path: path, reason: reason)
         case .notFound(let path): self = .notFound(path: path)
@@ -102,7 +102,7 @@ extension ThumbFailure {
     }
 
     /// The one mapping from reading a file named by the user (`thumbd render`).
-    public init(_ error: SourceFileError) {
+    package init(_ error: SourceFileError) {
         switch error.kind {
         case .notFound: self = .notFound(path: error.path)
         case .notRegularFile: self = .forbidden(path: error.path, reason: error.reason)

@@ -1,28 +1,28 @@
 import ThumbImaging
 
 /// How soon a request's thumbnail is wanted. Workers take visible before prefetch before batch.
-public enum Priority: Int, Comparable, Sendable, CaseIterable {
+package enum Priority: Int, Comparable, Sendable, CaseIterable {
     case batch = 0, prefetch = 1, visible = 2
 
-    public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// One reusable cell of one client of one principal: at most one live request at a time.
 /// The owner (the caller the access model identified: a uid, a token's name, anonymous) is part
 /// of the key, so that one caller can neither pin nor release another's cells.
-public struct SlotID: Hashable, Sendable, CustomStringConvertible {
+package struct SlotID: Hashable, Sendable, CustomStringConvertible {
     /// The principal's key (`Principal.key`); empty for callers inside the process.
-    public var owner: String
-    public var client: String
-    public var slot: String
+    package var owner: String
+    package var client: String
+    package var slot: String
 
-    public init(owner: String = "", client: String, slot: String) {
+    package init(owner: String = "", client: String, slot: String) {
         self.owner = owner
         self.client = client
         self.slot = slot
     }
 
-    public var description: String { owner.isEmpty ? "\(client)/\(slot)" : "\(owner):\(client)/\(slot)" }
+    package var description: String { owner.isEmpty ? "\(client)/\(slot)" : "\(owner):\(client)/\(slot)" }
 }
 
 /// Each caller's share of the renderers. Asked under the pipeline's lock, for misses only (a
@@ -40,31 +40,31 @@ package protocol RenderAdmission: Sendable {
 }
 
 /// A request for one thumbnail.
-public struct PipelineRequest: Sendable {
+package struct PipelineRequest: Sendable {
     /// Longest asset path any door accepts, bytes (Linux's PATH_MAX).
-    public static let maxAssetPathBytes = 4096
+    package static let maxAssetPathBytes = 4096
 
     /// Path relative to the asset root.
-    public var assetPath: String
-    public var kind: SlotKind
+    package var assetPath: String
+    package var kind: SlotKind
     /// Display scale: output pixels = the kind's points × scale.
-    public var scale: Int
-    public var priority: Priority
+    package var scale: Int
+    package var priority: Priority
     /// The cell asking, when the client reuses cells; nil for one-off requests.
-    public var slot: SlotID?
+    package var slot: SlotID?
     /// The client's own generation counter for `slot`; nil lets the pipeline issue one.
-    public var token: UInt64?
+    package var token: UInt64?
     /// The output format; nil: the kind's preferred one (`PipelineConfiguration.preferredFormat`).
-    public var format: EncoderSettings.Format?
+    package var format: EncoderSettings.Format?
     /// The client reads placeholders from its answers (a `wait=0` miss, JSON): a render this
     /// request waits on computes the version's placeholder whatever it costs, not only from a
     /// frame it decodes whole anyway (`PlaceholderDemand`).
-    public var wantsPlaceholder = false
+    package var wantsPlaceholder = false
     /// The caller, for its share of renders (`RenderAdmission`); nil: not rationed (pre-renders,
     /// batch jobs, callers inside the process).
     package var owner: String?
 
-    public init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
+    package init(assetPath: String, kind: SlotKind, scale: Int, priority: Priority = .visible,
                 slot: SlotID? = nil, token: UInt64? = nil, format: EncoderSettings.Format? = nil) {
         self.format = format
         self.assetPath = assetPath
@@ -77,8 +77,8 @@ public struct PipelineRequest: Sendable {
 }
 
 /// The one answer every submitted request gets.
-public struct PipelineResponse: Sendable {
+package struct PipelineResponse: Sendable {
     /// The token the request ran under (issued by the pipeline when the client sent none).
-    public var token: UInt64?
-    public var result: Result<CachedThumbnail, ThumbFailure>
+    package var token: UInt64?
+    package var result: Result<CachedThumbnail, ThumbFailure>
 }

@@ -1,10 +1,10 @@
 /// A slot's generation counter: clients send one (`token=`), the pipeline issues the next when
 /// they do not. Bounded so that neither side's arithmetic can overflow.
-public enum SlotToken {
+package enum SlotToken {
     /// The largest token a client may send or the pipeline issue: 2^53 − 1, the largest whole
     /// number a JSON client (JavaScript) holds exactly, since tokens go out in JSON too.
-    public static let maximum: UInt64 = (1 << 53) - 1
-    public static let range: ClosedRange<UInt64> = 0...maximum
+    package static let maximum: UInt64 = (1 << 53) - 1
+    package static let range: ClosedRange<UInt64> = 0...maximum
     /// How far one claim may move a slot's token forward: a caller that names a huge token
     /// would otherwise make every later request of the slot's real user late (409) for good.
     package static let maximumStep: UInt64 = 1 << 16
@@ -19,7 +19,7 @@ public enum SlotToken {
 
 extension SlotID {
     /// Longest client name and longest slot id, bytes (each).
-    public static let maxPartBytes = 256
+    package static let maxPartBytes = 256
 
     /// Bytes the slot table is charged for remembering this slot: its ids plus an estimate of
     /// the fixed cost of an entry (the dictionary slot, the record, the string headers).

@@ -5,26 +5,26 @@ import ThumbSystem
 
 /// What a scan found: the assets, and the folders it could not read (whose assets are then
 /// missing from `versions` — a reconciliation must not take that as "deleted").
-public struct AssetScan: Sendable, Equatable {
+package struct AssetScan: Sendable, Equatable {
     /// A folder (or the root, path "") that could not be listed, or a file that could not be stat'ed.
-    public struct Failure: Sendable, Equatable, CustomStringConvertible {
+    package struct Failure: Sendable, Equatable, CustomStringConvertible {
         /// Relative to the asset root; "" is the root itself.
-        public var path: String
-        public var error: SystemError
-        public var description: String { "\(path.isEmpty ? "." : path): \(error)" }
+        package var path: String
+        package var error: SystemError
+        package var description: String { "\(path.isEmpty ? "." : path): \(error)" }
     }
 
     /// Regular image files, sorted by path.
-    public var versions: [AssetVersion]
-    public var failures: [Failure]
+    package var versions: [AssetVersion]
+    package var failures: [Failure]
     /// Folders listed.
-    public var folders = 0
+    package var folders = 0
     /// The scan stopped at its limit: `versions` is a part.
-    public var truncated = false
+    package var truncated = false
 
     /// Whether `path` (relative) lies in a folder the scan could not read, so its absence from
     /// `versions` means nothing.
-    public func isUncertain(_ path: String) -> Bool {
+    package func isUncertain(_ path: String) -> Bool {
         failures.contains { $0.path.isEmpty || path == $0.path || path.isPath(under: $0.path) }
     }
 }
@@ -36,16 +36,16 @@ public struct AssetScan: Sendable, Equatable {
 /// bytes, at any depth. Skipped: hidden names (files and folders starting with '.', such as
 /// `.name.tmp` being written), the root's `excluded` folders, symlinked folders (never
 /// followed), names that are not valid UTF-8.
-public enum AssetScanner {
+package enum AssetScanner {
     /// The image files under the root, sorted by path. Unreadable folders are silently skipped;
     /// use `scanReportingFailures` when they matter.
-    public static func scan(_ root: AssetRoot) -> [AssetVersion] {
+    package static func scan(_ root: AssetRoot) -> [AssetVersion] {
         scanReportingFailures(root).versions
     }
 
     /// The image files under the root (or under its relative folder `folder`), sorted by path,
     /// with every folder that could not be read.
-    public static func scanReportingFailures(_ root: AssetRoot, under folder: String = "") -> AssetScan {
+    package static func scanReportingFailures(_ root: AssetRoot, under folder: String = "") -> AssetScan {
         scan(root, under: folder, walk: FolderWalk(root: root))
     }
 

@@ -30,8 +30,8 @@ import ThumbSystem
 /// - Folders are walked descriptor-relative (`FolderWalk`): the kernel resolves one name per
 ///   call, so a folder costs the same at any depth.
 /// - `stop()` must be called: the thread keeps the watcher alive until then.
-public final class FolderWatcher: @unchecked Sendable {
-    public enum Event: Sendable, Hashable {
+package final class FolderWatcher: @unchecked Sendable {
+    package enum Event: Sendable, Hashable {
         /// An image file (relative path) was completely written or renamed into place.
         case changed(path: String)
         /// An image file was deleted or renamed away.
@@ -43,7 +43,7 @@ public final class FolderWatcher: @unchecked Sendable {
         case rescan
     }
 
-    public let root: AssetRoot
+    package let root: AssetRoot
     let handler: @Sendable (Event) -> Void
     /// Called on the watcher thread after each wake-up's events are handled (the inotify queue
     /// read empty, the root checked, missed folders rescanned): a consumer may gather work
@@ -51,14 +51,14 @@ public final class FolderWatcher: @unchecked Sendable {
     let drained: (@Sendable () -> Void)?
     let log: PipelineLog
     /// How often a lost root is looked for (and a watched one checked), seconds.
-    public let rootPollSeconds: Double
+    package let rootPollSeconds: Double
     /// The root folder being watched (nil: lost, waiting for it to come back).
     let watchedRoot = Mutex<FolderIdentity?>(nil)
     /// Overflows since the last one was logged (watcher thread only), and when that was.
     var overflowsUnlogged = 0
     var overflowLoggedAt: ContinuousClock.Instant?
     /// Watched, unwatched and refused folders, for `/metrics`.
-    public let coverage: WatchCoverage
+    package let coverage: WatchCoverage
     /// Adds one watch (`inotify_add_watch`; tests refuse chosen folders with ENOSPC).
     let watchAdder: WatchAdder
     /// Folders the watch limit left out (the thread that adds watches only: `start`, then the
@@ -92,7 +92,7 @@ public final class FolderWatcher: @unchecked Sendable {
     /// Size of the read buffer: room for hundreds of events per read.
     static let bufferSize = 64 * 1024
 
-    public convenience init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
+    package convenience init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
                             coverage: WatchCoverage = WatchCoverage(), drained: (@Sendable () -> Void)? = nil,
                             handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         try self.init(root: root, log: log, rootPollSeconds: rootPollSeconds, coverage: coverage, watchAdder: .inotify,
@@ -131,7 +131,7 @@ public final class FolderWatcher: @unchecked Sendable {
     /// this returns are reported. Fails if the root cannot be opened or watched, except for the
     /// kernel's watch limit: the folders it leaves out (the root too) are then covered by the
     /// retries and rescans of `FolderWatcher+Missed`. A watcher starts once.
-    public func start() throws(SystemError) {
+    package func start() throws(SystemError) {
         try control.withLock { (control: inout Control) throws(SystemError) in
             guard control.phase == .idle else {
                 throw SystemError(operation: "start folder watcher: already started", errno: EINVAL)
@@ -170,7 +170,7 @@ public final class FolderWatcher: @unchecked Sendable {
 
     /// Stops the thread and waits for it (unless called from the handler itself). No handler
     /// call starts after this returns. Idempotent.
-    public func stop() {
+    package func stop() {
         let (thread, first) = control.withLock { control -> (pthread_t?, Bool) in
             let first = control.phase != .stopped
             control.phase = .stopped

@@ -5,7 +5,7 @@ import Synchronization
 import ThumbSystem
 
 /// How far the folder watcher reaches, for `/metrics`: read from any thread.
-public final class WatchCoverage: Sendable {
+package final class WatchCoverage: Sendable {
     /// Folders with a live watch now.
     let watchedFolders = Atomic<Int>(0)
     /// Folders the watch limit left without a watch, as last seen (covered by periodic rescans).
@@ -17,17 +17,17 @@ public final class WatchCoverage: Sendable {
     /// Times the kernel's event queue overflowed (events dropped; the root was rescanned).
     let queueOverflows = Atomic<Int>(0)
 
-    public init() {}
+    package init() {}
 
-    public struct Snapshot: Sendable, Equatable {
-        public var watchedFolders: Int
-        public var unwatchedFolders: Int
-        public var watchFailures: Int
-        public var missedFolderRescans: Int
-        public var queueOverflows: Int
+    package struct Snapshot: Sendable, Equatable {
+        package var watchedFolders: Int
+        package var unwatchedFolders: Int
+        package var watchFailures: Int
+        package var missedFolderRescans: Int
+        package var queueOverflows: Int
     }
 
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         Snapshot(watchedFolders: watchedFolders.load(ordering: .relaxed), unwatchedFolders: unwatchedFolders.load(ordering: .relaxed),
                  watchFailures: watchFailures.load(ordering: .relaxed), missedFolderRescans: missedFolderRescans.load(ordering: .relaxed),
                  queueOverflows: queueOverflows.load(ordering: .relaxed))

@@ -10,7 +10,7 @@ extension RenderWorker {
     /// gets its own process group, the socket on fd 3, the cancel page on 4, /dev/null on 0 and 1,
     /// a pipe of the daemon's on 2 (`WorkerStderr`), no other descriptor, default signal
     /// dispositions and an empty mask.
-    public static func spawn(_ launch: WorkerLaunch) throws(WorkerSpawnError) -> RenderWorker {
+    package static func spawn(_ launch: WorkerLaunch) throws(WorkerSpawnError) -> RenderWorker {
         var ends: [Int32] = [-1, -1]
         do throws(SystemError) {
             try systemCall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) }

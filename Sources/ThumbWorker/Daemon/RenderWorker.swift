@@ -8,8 +8,8 @@ import ThumbSystem
 /// One render worker process, from the daemon's side: spawned, said hello, renders one order at
 /// a time. Used by one thread at a time; `cancelCurrent` from any thread. Once it has died or
 /// been shut down it is spent (`isAlive` false): a supervisor spawns another.
-public final class RenderWorker: @unchecked Sendable {
-    public let pid: Int32
+package final class RenderWorker: @unchecked Sendable {
+    package let pid: Int32
     /// The daemon's end of the socketpair (non-blocking, close-on-exec).
     let socket: FrameSocket
     /// Polls readable once the process has exited (nil on a kernel without pidfd_open).
@@ -41,11 +41,11 @@ public final class RenderWorker: @unchecked Sendable {
     deinit { shutdown() }
 
     /// Not yet reaped: it may render.
-    public var isAlive: Bool { ending == nil }
+    package var isAlive: Bool { ending == nil }
 
     /// Asks the running render to stop at its next checkpoint: its requests fail `.cancelled`.
     /// Harmless when nothing runs (request ids only grow, so no later request matches).
-    public func cancelCurrent() {
+    package func cancelCurrent() {
         let running = runningRequest.load(ordering: .sequentiallyConsistent)
         if running != 0 { page.cancel(running) }
     }
@@ -57,7 +57,7 @@ public final class RenderWorker: @unchecked Sendable {
     /// left. (An idle worker would exit on the closed socket by itself; SIGKILL makes the wait
     /// certain and short for one that is not idle.)
     @discardableResult
-    public func shutdown() -> WorkerEnding {
+    package func shutdown() -> WorkerEnding {
         if let ending { return ending }
         return reap(kill: true).ending
     }

@@ -8,17 +8,17 @@ import ThumbSystem
 /// Keeps one render worker going for one render thread: spawns it on first use (or at `start`),
 /// respawns it after a death or timeout, with a backoff while deaths keep coming without a
 /// successful render between them (`WorkerBackoff`), and counts every restart by reason. Used by one thread; `cancelCurrent` and `currentPID` from any.
-public final class RenderWorkerSupervisor: @unchecked Sendable {
-    public let launch: WorkerLaunch
-    public let counters: WorkerRestartCounters
-    public let backoff: WorkerBackoff
+package final class RenderWorkerSupervisor: @unchecked Sendable {
+    package let launch: WorkerLaunch
+    package let counters: WorkerRestartCounters
+    package let backoff: WorkerBackoff
     /// The live worker, behind a lock only so that `cancelCurrent` can reach it from another thread.
     private let current = Mutex<RenderWorker?>(nil)
     // Touched only by the render thread.
     private var deathsInARow = 0
     private var isShutDown = false
 
-    public init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff()) {
+    package init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff()) {
         self.launch = launch
         self.counters = counters
         self.backoff = backoff
@@ -27,13 +27,13 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
     deinit { shutdown() }
 
     /// The worker's pid, if one runs.
-    public var currentPID: Int32? { current.withLock { $0?.pid } }
+    package var currentPID: Int32? { current.withLock { $0?.pid } }
 
     /// The wait before the next spawn, seconds.
     package var backoffSeconds: Double { backoff.delaySeconds(afterDeathsInARow: deathsInARow) }
 
     /// Spawns the worker now if none runs (at startup, so the first request does not wait for it).
-    public func start() throws(WorkerSpawnError) {
+    package func start() throws(WorkerSpawnError) {
         _ = try worker()
     }
 
@@ -73,13 +73,13 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
     }
 
     /// Cancels the running render, if any (from any thread).
-    public func cancelCurrent() {
+    package func cancelCurrent() {
         let worker = current.withLock { $0 }
         worker?.cancelCurrent()
     }
 
     /// Stops the worker (closes its socket, kills and reaps it); no respawn after this.
-    public func shutdown() {
+    package func shutdown() {
         isShutDown = true
         let worker = current.withLock { worker in
             defer { worker = nil }
@@ -128,16 +128,16 @@ public final class RenderWorkerSupervisor: @unchecked Sendable {
 /// first (one bad file should cost one request, not a pause), then `firstDelaySeconds` doubling
 /// up to `maxDelaySeconds`, so that a file or a fault that kills every worker cannot make the
 /// pool spin on spawning. A successful render starts the count again.
-public struct WorkerBackoff: Sendable, Equatable {
-    public var firstDelaySeconds: Double
-    public var maxDelaySeconds: Double
+package struct WorkerBackoff: Sendable, Equatable {
+    package var firstDelaySeconds: Double
+    package var maxDelaySeconds: Double
 
-    public init(firstDelaySeconds: Double = 0.010, maxDelaySeconds: Double = 1) {
+    package init(firstDelaySeconds: Double = 0.010, maxDelaySeconds: Double = 1) {
         self.firstDelaySeconds = firstDelaySeconds
         self.maxDelaySeconds = maxDelaySeconds
     }
 
-    public func delaySeconds(afterDeathsInARow deaths: Int) -> Double {
+    package func delaySeconds(afterDeathsInARow deaths: Int) -> Double {
         guard deaths >= 2 else { return 0 }
         let doublings = min(deaths - 2, 30)
         return max(0, min(maxDelaySeconds, firstDelaySeconds * Double(1 << doublings)))

@@ -3,19 +3,19 @@ import Glibc
 #endif
 
 /// How a worker process ended, as `waitpid` told.
-public enum WorkerEnding: Sendable, Equatable, CustomStringConvertible {
+package enum WorkerEnding: Sendable, Equatable, CustomStringConvertible {
     case exited(status: Int32)
     case signalled(signal: Int32)
     /// Reaped by someone else (a daemon that ignores SIGCHLD has its children reaped for it).
     case unknown
 
     /// "SIGSEGV" and the like, for a signalled ending.
-    public var signalName: String? {
+    package var signalName: String? {
         guard case .signalled(let signal) = self else { return nil }
         return Self.signalNames[signal] ?? "signal \(signal)"
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .exited(let status):
             let meaning = RenderWorkerExit(rawValue: status).map { " (\($0.summary))" } ?? ""
@@ -36,7 +36,7 @@ public enum WorkerEnding: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What a restart is counted under (`WorkerRestartCounters`).
-public enum WorkerRestartReason: String, Sendable, CaseIterable {
+package enum WorkerRestartReason: String, Sendable, CaseIterable {
     /// Killed by a signal it did not get from the daemon: a trap, a fault, the OOM killer, seccomp.
     case crashedBySignal = "signal"
     /// Exited on its own.
@@ -50,8 +50,8 @@ public enum WorkerRestartReason: String, Sendable, CaseIterable {
 }
 
 /// A worker that died (or was killed for misbehaving) while the daemon dealt with it.
-public struct WorkerDeath: Sendable, Equatable, CustomStringConvertible {
-    public enum Symptom: Sendable, Equatable {
+package struct WorkerDeath: Sendable, Equatable, CustomStringConvertible {
+    package enum Symptom: Sendable, Equatable {
         /// Its socket was already closed when the order was sent: it died idle, the order never reached it.
         case notListening
         /// Closed its socket before any byte of the answer.
@@ -62,19 +62,19 @@ public struct WorkerDeath: Sendable, Equatable, CustomStringConvertible {
         case socketFailed(reason: String)
     }
 
-    public var pid: Int32
-    public var symptom: Symptom
-    public var ending: WorkerEnding
+    package var pid: Int32
+    package var symptom: Symptom
+    package var ending: WorkerEnding
     /// The SIGKILL was the daemon's: the worker still ran when its fault was seen.
-    public var killedByDaemon: Bool
+    package var killedByDaemon: Bool
     /// CPU the worker spent since its last answer (its whole CPU time from wait4, less what its
     /// answers accounted for), seconds: the wasted work of the request it held.
-    public var cpuSeconds: Double
+    package var cpuSeconds: Double
 
     /// Whether the request it held can be blamed: false when the order never reached it.
-    public var heldTheRequest: Bool { symptom != .notListening }
+    package var heldTheRequest: Bool { symptom != .notListening }
 
-    public var restartReason: WorkerRestartReason {
+    package var restartReason: WorkerRestartReason {
         if case .malformedAnswer = symptom { return .malformedAnswer }
         if killedByDaemon { return .malformedAnswer }
         switch ending {
@@ -83,7 +83,7 @@ public struct WorkerDeath: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         let how = switch symptom {
         case .notListening: "before it was sent an order"
         case .closedSocket: "before answering"

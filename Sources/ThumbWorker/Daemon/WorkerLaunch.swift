@@ -2,20 +2,20 @@ import ThumbSystem
 
 /// How the daemon starts a render worker: which executable (the `thumbd` binary itself with its
 /// internal worker subcommand, or a test worker), and the limits the worker applies to itself.
-public struct WorkerLaunch: Sendable, Equatable {
+package struct WorkerLaunch: Sendable, Equatable {
     /// Absolute path of the executable (`posix_spawn` does no PATH search).
-    public var executablePath: String
+    package var executablePath: String
     /// Arguments after argv[0] (which is `executablePath`).
-    public var arguments: [String]
+    package var arguments: [String]
     /// RLIMIT_AS of each worker, bytes (`limits.workerMemoryBytes`); 0: none.
-    public var memoryLimitBytes: Int
+    package var memoryLimitBytes: Int
     /// Longest wait for a new worker's hello, seconds.
-    public var helloTimeoutSeconds: Double
+    package var helloTimeoutSeconds: Double
     /// Added to the worker's otherwise minimal environment (`SWIFT_BACKTRACE=enable=no` and the
     /// memory limit), NAME=VALUE each.
-    public var extraEnvironment: [String]
+    package var extraEnvironment: [String]
 
-    public init(executablePath: String, arguments: [String], memoryLimitBytes: Int, helloTimeoutSeconds: Double = 5,
+    package init(executablePath: String, arguments: [String], memoryLimitBytes: Int, helloTimeoutSeconds: Double = 5,
                 extraEnvironment: [String] = []) {
         self.executablePath = executablePath
         self.arguments = arguments
@@ -33,10 +33,10 @@ public struct WorkerLaunch: Sendable, Equatable {
 }
 
 /// Why no worker could be started.
-public struct WorkerSpawnError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var reason: String
+package struct WorkerSpawnError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var reason: String
 
-    public init(reason: String) { self.reason = reason }
+    package init(reason: String) { self.reason = reason }
 
-    public var description: String { "cannot start a render worker: \(reason)" }
+    package var description: String { "cannot start a render worker: \(reason)" }
 }

@@ -2,22 +2,22 @@ import Synchronization
 
 /// Restarts of render workers by reason, shared by every supervisor of a pool and read by the
 /// metrics (any thread).
-public final class WorkerRestartCounters: Sendable {
+package final class WorkerRestartCounters: Sendable {
     /// A consistent copy of the counters.
-    public struct Snapshot: Sendable, Equatable {
-        public var restarts: [WorkerRestartReason: Int] = [:]
+    package struct Snapshot: Sendable, Equatable {
+        package var restarts: [WorkerRestartReason: Int] = [:]
         /// Workers started (successful spawns, hello received).
-        public var spawns = 0
+        package var spawns = 0
 
-        public func count(_ reason: WorkerRestartReason) -> Int { restarts[reason] ?? 0 }
-        public var totalRestarts: Int { restarts.values.reduce(0, +) }
+        package func count(_ reason: WorkerRestartReason) -> Int { restarts[reason] ?? 0 }
+        package var totalRestarts: Int { restarts.values.reduce(0, +) }
     }
 
     private let state = Mutex(Snapshot())
 
-    public init() {}
+    package init() {}
 
-    public func snapshot() -> Snapshot { state.withLock { $0 } }
+    package func snapshot() -> Snapshot { state.withLock { $0 } }
 
     func record(_ reason: WorkerRestartReason) { state.withLock { $0.restarts[reason, default: 0] += 1 } }
 

@@ -9,7 +9,7 @@ import ThumbSystem
 /// process, signal nobody but itself, and holds only its socket (fd 3) and the source it was
 /// passed. The daemon spawns it (`RenderWorker`) with the socket on fd 3, its cancel page on fd 4,
 /// /dev/null on 0 and 1, the daemon's stderr on 2, and `THUMBD_WORKER_MEMORY_BYTES` in its environment.
-public enum RenderWorkerMain {
+package enum RenderWorkerMain {
     /// The worker's end of its socketpair.
     package static let socketDescriptor: Int32 = 3
     /// The memfd of its cancel page (mapped, then closed before the first request).
@@ -24,7 +24,7 @@ public enum RenderWorkerMain {
     /// Applies the sandbox, says hello, then renders orders until the daemon closes the socket
     /// (exit 0). `faultHook` (test workers only) sees each source's bytes before the render; what
     /// it throws becomes every request's failure.
-    public static func run(faultHook: (@Sendable (SourceBytes) throws(ImagingError) -> Void)? = nil) -> Never {
+    package static func run(faultHook: (@Sendable (SourceBytes) throws(ImagingError) -> Void)? = nil) -> Never {
         warmUpBeforeSandbox()
         let page = enterSandbox()
         warmUp()
@@ -124,7 +124,7 @@ public enum RenderWorkerMain {
 }
 
 /// The worker's exit statuses (sysexits.h), which the daemon names when a worker dies.
-public enum RenderWorkerExit: Int32, Sendable, CaseIterable {
+package enum RenderWorkerExit: Int32, Sendable, CaseIterable {
     /// The daemon closed the socket between orders.
     case finished = 0
     /// Not started by thumbd (no fd 3 or 4), or a sandbox step failed.
@@ -134,7 +134,7 @@ public enum RenderWorkerExit: Int32, Sendable, CaseIterable {
     /// A malformed order, or the socket closed in the middle of one.
     case protocolViolation = 76
 
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .finished: "finished"
         case .setupFailed: "sandbox set-up failed"

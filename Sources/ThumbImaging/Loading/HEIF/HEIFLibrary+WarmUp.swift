@@ -4,7 +4,7 @@ extension HEIFLibrary {
     /// feature detection, libheif's plugin registry and folder scan) is then done while files
     /// may still be opened, and the first real render does not pay for it. Failures are ignored
     /// (the real render reports its own).
-    public static func warmUp() {
+    package static func warmUp() {
         initialize()
         var pixels = PixelBuffer(width: 16, height: 16, channels: 4)
         for index in 0..<(16 * 16) {

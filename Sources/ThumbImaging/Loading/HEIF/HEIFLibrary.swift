@@ -2,7 +2,7 @@ import CHeif
 import Synchronization
 
 /// libheif as a whole: its one-time set-up, and its errors in thumbd's terms.
-public enum HEIFLibrary {
+package enum HEIFLibrary {
     private static let initialized = Mutex(false)
 
     /// Registers libheif's built-in decoders and encoders (libde265, dav1d, aom, x265), once per
@@ -10,7 +10,7 @@ public enum HEIFLibrary {
     /// /usr/lib/…/libheif/plugins, absent: every codec is linked in), so the render worker calls
     /// this before its seccomp filter refuses `openat`; a process that never calls it gets the same
     /// registration from the first context (libheif does it lazily), folder scan included.
-    public static func initialize() {
+    package static func initialize() {
         initialized.withLock { done in
             guard !done else { return }
             _ = heif_init(nil)
