@@ -1,6 +1,10 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Every import is internal unless a file says `package import`: a module's C libraries and the
+// modules beneath it are its own business, not its callers'.
+let internalImports: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
 let package = Package(
     name: "thumbd",
     // The daemon is the product; its modules are its parts (`package` access between them), not
@@ -28,21 +32,21 @@ let package = Package(
         .target(name: "CThumbSystem"),
         // The bottom of the house: the system-call funnel, file identity, whole-file reads and
         // writes. Everything it declares is `package`: no module exports a syscall as API.
-        .target(name: "ThumbSystem", dependencies: ["CThumbSystem"]),
-        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif"]),
+        .target(name: "ThumbSystem", dependencies: ["CThumbSystem"], swiftSettings: internalImports),
+        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif"], swiftSettings: internalImports),
         // SCM_RIGHTS (CMSG_* macros), prctl, posix_spawn's closefrom and the seccomp allow-list.
         .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
-        .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"]),
-        .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"]),
+        .target(name: "ThumbWorker", dependencies: ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"], swiftSettings: internalImports),
+        .target(name: "ThumbPipeline", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"], swiftSettings: internalImports),
         // Who may do what: roles, the access section's values, signed URLs (HMAC-SHA256 from libcrypto).
-        .target(name: "ThumbAccess", dependencies: ["ThumbSystem", "CCrypto"]),
+        .target(name: "ThumbAccess", dependencies: ["ThumbSystem", "CCrypto"], swiftSettings: internalImports),
         // The config file: parsed into bounded values, and its one mapping to a pipeline (serve, spool, batch).
-        .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline", "ThumbAccess"]),
+        .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline", "ThumbAccess"], swiftSettings: internalImports),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"]),
-        .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"]),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"], swiftSettings: internalImports),
+        .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"], swiftSettings: internalImports),
         .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch",
                                                          "ThumbAccess"]),
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import ThumbConfiguration
-import ThumbImaging
+package import ThumbImaging
 import ThumbPipeline
 
 /// One unit of batch work: an asset and the kinds (and scale) to render it into.

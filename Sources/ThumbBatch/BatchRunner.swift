@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import ThumbImaging
-import ThumbPipeline
+package import ThumbImaging
+package import ThumbPipeline
 
 /// Renders batch jobs through a pipeline at batch priority, on all its workers, into the cache
 /// or into an output tree `OUT/<kind>@<scale>x/<asset path>.<ext>`.

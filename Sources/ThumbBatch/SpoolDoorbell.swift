@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbSystem
+package import ThumbSystem
 
 /// Wakes a spool's long-running consumer when a job may have landed in `incoming/` (inotify: a
 /// producer's rename into it, or a file written there in place) or when it is told to stop (a

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import ThumbImaging
 
 /// A parsed JSON value (`JSONParser`: duplicate keys refused, `-0` is `0`).

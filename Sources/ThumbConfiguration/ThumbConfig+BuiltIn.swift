@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 extension ThumbConfig {
     /// The freedesktop.org thumbnail flavours (sizes in pixels at @1x, fit): what `thumbd`

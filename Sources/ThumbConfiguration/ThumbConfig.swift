@@ -1,6 +1,6 @@
-import ThumbAccess
-import Foundation
-import ThumbImaging
+package import ThumbAccess
+package import Foundation
+package import ThumbImaging
 
 /// thumbd's configuration file (JSON). Relative paths are resolved against the file's folder.
 package struct ThumbConfig: Sendable, Equatable {

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbImaging
-import ThumbWorker
+package import ThumbImaging
+package import ThumbWorker
 
 extension PipelineConfiguration {
     /// The encoder of a thumbnail of `kind` in `format` (nil: the kind's preferred format).

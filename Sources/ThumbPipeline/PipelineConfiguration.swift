@@ -1,5 +1,5 @@
-import ThumbImaging
-import ThumbWorker
+package import ThumbImaging
+package import ThumbWorker
 
 /// Everything a pipeline needs to run. Budgets in bytes, durations in seconds.
 package struct PipelineConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import ThumbWorker
+package import ThumbWorker
 
 /// Counters of a running pipeline (monotonic unless noted), for `/metrics` and the benchmarks.
 package struct PipelineMetrics: Sendable, Equatable {

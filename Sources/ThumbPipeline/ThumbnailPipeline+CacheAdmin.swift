@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// Cache administration while serving (`GET /v1/cache/stats`, `DELETE /v1/cache`): the disk
 /// purge and the memory cache agree at once. A render of a purged asset that was running stores

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// Why an asset's focus could not be read or changed: the asset (not there, outside the root…),
 /// or the index that keeps it.

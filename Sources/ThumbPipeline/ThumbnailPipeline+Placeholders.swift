@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// What the pipeline knows of one asset's placeholder.
 package enum PlaceholderState: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Dispatch
-import ThumbImaging
+package import ThumbImaging
 
 extension ThumbnailPipeline {
     /// The request path: resolve, look in the caches, then (under the lock) ask the slot table

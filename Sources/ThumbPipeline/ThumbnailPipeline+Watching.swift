@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import ThumbImaging
-import ThumbSystem
+package import ThumbSystem
 
 extension ThumbnailPipeline {
     /// Follows the asset folder and reconciles the index with it in the background (after the

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import CThumbHTTP
 import Dispatch
-import Synchronization
+package import Synchronization
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc

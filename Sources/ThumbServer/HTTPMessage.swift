@@ -1,5 +1,5 @@
 import Foundation
-import ThumbPipeline
+package import ThumbPipeline
 
 /// A request as the transport hands it to the API: the path and query as sent, the headers the
 /// API reads (`HTTPServer.forwardedHeaderNames`) under lower-cased names. `APIRequest.parse`

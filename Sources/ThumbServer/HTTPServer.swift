@@ -5,7 +5,7 @@ import Synchronization
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
-import ThumbSystem
+package import ThumbSystem
 #endif
 
 /// Answers one request: `respond` must be called exactly once, now or later, from any thread.

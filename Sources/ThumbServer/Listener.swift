@@ -1,10 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbConfiguration
+package import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
-import ThumbSystem
+package import ThumbSystem
 import CSystemd
 
 /// A bound, listening socket: ours, or passed by the service manager.

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import CSystemd
 import Synchronization
-import ThumbPipeline
+package import ThumbPipeline
 import ThumbSystem
 import ThumbWorker
 

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 import ThumbPipeline
 
 /// `DELETE /v1/cache?asset=PATH`, `?prefix=FOLDER` or `?kind=KIND`: one asset's thumbnails

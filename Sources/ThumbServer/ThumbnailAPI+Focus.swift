@@ -1,6 +1,6 @@
 import Foundation
 import ThumbConfiguration
-import ThumbImaging
+package import ThumbImaging
 import ThumbPipeline
 
 /// `GET`, `PUT` or `DELETE /v1/assets/{asset path}/focus`, parsed: the path decoded and bounded

@@ -1,6 +1,6 @@
 import Foundation
 import ThumbConfiguration
-import ThumbImaging
+package import ThumbImaging
 import ThumbPipeline
 
 /// `POST /v1/prefetch` `{"assets": ["path", …], "kinds": ["kind", …], "scale": N?}`, parsed:

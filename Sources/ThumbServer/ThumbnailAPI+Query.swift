@@ -1,6 +1,6 @@
-import ThumbAccess
-import ThumbImaging
-import ThumbPipeline
+package import ThumbAccess
+package import ThumbImaging
+package import ThumbPipeline
 
 /// `GET /v1/thumbnails/{kind}/{asset path}?scale&client&slot&token&priority&wait&as&format`,
 /// parsed: every value within its range, the format negotiated with `Accept`.

@@ -1,5 +1,5 @@
-import ThumbImaging
-import ThumbPipeline
+package import ThumbImaging
+package import ThumbPipeline
 
 /// A refused request: the HTTP status, a stable error code and a message naming the field and
 /// the range. Messages never carry more than a short prefix of what the client sent.

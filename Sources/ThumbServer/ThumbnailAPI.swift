@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 import ThumbAccess
-import ThumbImaging
-import ThumbPipeline
+package import ThumbImaging
+package import ThumbPipeline
 
 /// The HTTP API over a pipeline: routes, parameters, status codes. Pure request → response
 /// logic; the transport is `HTTPServer`.

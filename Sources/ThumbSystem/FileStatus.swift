@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// Identity of one version of a file, from `fstat`: what a cache key and a negative entry name,

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// JSON text written by hand: where a serializer would cost more than the answer (a screen's

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbSystem
+package import ThumbSystem
 
 /// Why a source file could not be read (as opposed to decoded).
 package struct SourceFileError: Error, Equatable, Sendable, CustomStringConvertible {

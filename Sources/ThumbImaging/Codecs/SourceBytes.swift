@@ -1,5 +1,5 @@
 import Foundation
-import ThumbSystem
+package import ThumbSystem
 
 /// An encoded source image held in memory at a stable address, as the C decoders need.
 package final class SourceBytes: @unchecked Sendable {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbSystem
+package import ThumbSystem
 
 /// Why an asset path was refused or not found.
 package enum AssetPathError: Error, Equatable, Sendable, CustomStringConvertible {

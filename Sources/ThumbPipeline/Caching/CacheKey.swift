@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbImaging
+package import ThumbImaging
 import ThumbSystem
 
 /// Identifies one thumbnail: asset version, kind geometry, scale, encoder settings and the

@@ -1,5 +1,5 @@
 import Synchronization
-import ThumbImaging
+package import ThumbImaging
 
 /// Every asset's focus (schema 4's `focus` table), as its owner set it: kept across restarts and
 /// across edits of the file (a re-saved image keeps its composition), gone with the asset.

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// A placeholder as the index keeps it: valid for the one asset version it was computed from.
 package struct StoredPlaceholder: Sendable, Equatable {

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Synchronization
-import ThumbImaging
+package import ThumbImaging
 import ThumbSystem
 
 /// Thumbnails on disk, indexed by SQLite, evicted least-recently-used under a byte budget.

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// Why a request, job or render produced no thumbnail: thumbd's one failure type. Every stage
 /// reports one of these, and `disposition` (ThumbFailure+Disposition.swift) is the only table

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 
 /// How soon a request's thumbnail is wanted. Workers take visible before prefetch before batch.
 package enum Priority: Int, Comparable, Sendable, CaseIterable {

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
 import Glibc
-import ThumbSystem
+package import ThumbSystem
 #endif
 
 /// What a scan found: the assets, and the folders it could not read (whose assets are then

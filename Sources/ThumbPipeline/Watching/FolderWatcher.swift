@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Synchronization
-import ThumbSystem
+package import ThumbSystem
 
 /// Watches the asset root recursively with inotify and reports completed files, removals and
 /// "rescan needed" on one background thread.

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import ThumbAccess
+package import ThumbAccess
 import ThumbImaging
 #if canImport(Glibc)
 import Glibc

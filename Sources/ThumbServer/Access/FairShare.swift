@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
-import ThumbAccess
-import ThumbPipeline
+package import ThumbAccess
+package import ThumbPipeline
 
 /// Each principal's share of the renderers: a bound on its requests waiting for a render, a
 /// token bucket of renders it may start (refill `rendersPerSecond`, depth `burstRenders`), and

@@ -1,4 +1,4 @@
-import ThumbAccess
+package import ThumbAccess
 
 /// The caller a request speaks for, and what it may do. `key` names it in slot keys, fair
 /// shares, metrics' logs and refusals: `uid:1000`, `token:backend`, `anonymous`, `in-process`.

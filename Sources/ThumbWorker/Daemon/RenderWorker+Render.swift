@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbImaging
-import ThumbSystem
+package import ThumbImaging
+package import ThumbSystem
 
 extension RenderWorker {
     /// Renders `requests` of the open file `descriptor` (the daemon opened it with its confined

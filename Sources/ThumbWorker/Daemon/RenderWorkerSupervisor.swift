@@ -2,8 +2,8 @@
 import Glibc
 #endif
 import Synchronization
-import ThumbImaging
-import ThumbSystem
+package import ThumbImaging
+package import ThumbSystem
 
 /// Keeps one render worker going for one render thread: spawns it on first use (or at `start`),
 /// respawns it after a death or timeout, with a backoff while deaths keep coming without a

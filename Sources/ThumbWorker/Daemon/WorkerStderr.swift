@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+package import Synchronization
 import ThumbSystem
 
 /// A render worker's stderr is a pipe of the daemon's, never the daemon's own log: a worker runs

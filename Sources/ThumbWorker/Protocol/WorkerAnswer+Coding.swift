@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 import ThumbSystem
 
 extension WorkerAnswer {

@@ -1,5 +1,5 @@
-import ThumbImaging
-import ThumbSystem
+package import ThumbImaging
+package import ThumbSystem
 
 /// Why one thumbnail of a worker's render failed: the decoder's or encoder's typed failure, or
 /// the source's bytes could not be read from the descriptor it was passed.

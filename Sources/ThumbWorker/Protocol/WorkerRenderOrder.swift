@@ -1,5 +1,5 @@
-import ThumbImaging
-import ThumbSystem
+package import ThumbImaging
+package import ThumbSystem
 
 /// Daemon to worker: render these thumbnails of the file whose descriptor comes with the frame.
 package struct WorkerRenderOrder: Sendable, Equatable {

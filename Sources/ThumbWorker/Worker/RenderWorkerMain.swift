@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ThumbImaging
+package import ThumbImaging
 import ThumbSystem
 
 /// The render worker process: what `thumbd`'s internal worker subcommand runs. It decodes
