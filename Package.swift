@@ -45,7 +45,10 @@ let package = Package(
         .target(name: "ThumbConfiguration", dependencies: ["ThumbSystem", "ThumbImaging", "ThumbWorker", "ThumbPipeline", "ThumbAccess"], swiftSettings: internalImports),
         // libmicrohttpd's variadic start function, wrapped (CThumb_HTTPStart).
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
-        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"], swiftSettings: internalImports),
+        .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"],
+                // The API's contract, served at GET /v1/openapi.yaml: docs/openapi.yaml (a link to it
+                // here, where SwiftPM takes resources from) compiled in as bytes.
+                resources: [.embedInCode("openapi.yaml")], swiftSettings: internalImports),
         .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"], swiftSettings: internalImports),
         .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch",
                                                          "ThumbAccess"]),

@@ -41,20 +41,27 @@ import ThumbTestSupport
     static func violations(module: String, path: String, source: String) -> [String] {
         guard let rule = allowed[module] else { return ["\(path): module \(module) has no row in the import rules (docs/architecture.md)"] }
         let platform = withoutFoundation.contains(module) ? Self.platform.subtracting(["Foundation"]) : Self.platform
-        return imports(in: source).compactMap { imported in
+        // A C module stays the business of the file that calls it: never imported beyond it.
+        let leak = /^\s*(?:@_exported\s+import|(?:@\w+\s+)*(?:public|package)\s+import\s+C[A-Z])/
+        let leaks = source.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
+            line.prefixMatch(of: leak) == nil ? nil : "\(path):\(index + 1): \(module) exports an import: \(line.trimmingCharacters(in: .whitespaces))"
+        }
+        return leaks + imports(in: source).compactMap { imported in
             guard imported.module != module, !rule.contains(imported.module), !platform.contains(imported.module) else { return nil }
             return "\(path):\(imported.line): \(module) imports \(imported.module); docs/architecture.md allows it "
                 + (rule.sorted() + platform.sorted()).joined(separator: ", ")
         }
     }
 
-    @Test("the checker finds a layer reaching up: ThumbImaging importing ThumbPipeline, the worker importing Foundation, an unlisted module")
+    @Test("the checker finds a layer reaching up: ThumbImaging importing ThumbPipeline, the worker importing Foundation, an unlisted module, a C module imported beyond its file")
     func checkerFindsViolations() {
         #expect(Self.violations(module: "ThumbImaging", path: "x.swift", source: "import Glibc\ninternal import CJPEG\n@preconcurrency import ThumbPipeline\n").count == 1)
         #expect(Self.violations(module: "ThumbWorker", path: "x.swift", source: "import Foundation\n").count == 1)
         #expect(Self.violations(module: "ThumbImaging", path: "x.swift", source: "import struct ThumbServer.HTTPRequest\n").count == 1)
         #expect(Self.violations(module: "ThumbNew", path: "x.swift", source: "import Glibc\n").count == 1)
         #expect(Self.violations(module: "ThumbImaging", path: "x.swift", source: "// import ThumbPipeline\nlet important = 1\n").isEmpty)
+        #expect(Self.violations(module: "ThumbImaging", path: "x.swift", source: "package import CJPEG\n").count == 1)
+        #expect(Self.violations(module: "ThumbPipeline", path: "x.swift", source: "package import ThumbImaging\n").isEmpty)
     }
 
     @Test("every Swift module in Sources imports only what docs/architecture.md allows it")
