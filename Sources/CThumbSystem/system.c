@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -34,4 +36,12 @@ int CThumb_fileSystemType(const char *path, int64_t *type) {
 size_t CThumb_heapBytesInUse(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;
+}
+
+int CThumb_nameThisThread(const char *name) {
+    char kept[16];
+    size_t length = strnlen(name, sizeof kept - 1);
+    memcpy(kept, name, length);
+    kept[length] = 0;
+    return pthread_setname_np(pthread_self(), kept);
 }

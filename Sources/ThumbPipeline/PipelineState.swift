@@ -10,6 +10,8 @@ struct PipelineState {
     var groups = PrefetchGroups()
     var shuttingDown = false
     var metrics = PipelineMetrics()
+    /// Render threads waiting for a group (`ThumbnailPipeline.handOutWork` gives them one).
+    var idleRenderThreads = 0
 
     init(configuration: PipelineConfiguration) {
         slots = SlotTable(bounds: .init(maxSlots: configuration.maxSlots, maxTableBytes: configuration.maxSlotTableBytes,

@@ -164,6 +164,8 @@ extension ThumbnailPipeline {
         backlog.state.withLock { $0.inFlight[row.assetPath] = BacklogDrain.InFlight(row: row, version: resolved.version) }
         let path = row.assetPath
         state.withLock { state in
+            // The asset's kinds are all attached before any goes out: one decode serves them.
+            defer { handOutWork(&state) }
             for work in missing {
                 guard !state.shuttingDown else {
                     backlog.state.withLock { $0.inFlight[path]?.keeps = true }

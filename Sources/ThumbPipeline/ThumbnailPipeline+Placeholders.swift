@@ -19,46 +19,6 @@ package enum PlaceholderState: Sendable, Equatable {
 /// client waits on that reads placeholders from its answers (`PipelineRequest.wantsPlaceholder`).
 /// Another client's render that could skip columns (a JPEG fill crop) leaves it to those.
 extension ThumbnailPipeline {
-    /// What a decode of `asset` is asked for, from one look-up of its row: the jobs' requests,
-    /// each attention crop handed the place an earlier decode of this version found for its
-    /// shape (so a JPEG decodes only the crop's columns), and whether to compute the placeholder
-    /// (the index has none for this version; at any cost unless a client waits at `.visible`
-    /// and nobody asked for it).
-    func decodeOrder(_ jobs: [RenderJob], of asset: AssetVersion) -> (requests: [ThumbnailRequest], placeholder: PlaceholderDemand) {
-        let row = disk.storedPlaceholders(ofAssets: [asset.path])[asset.path]
-        let current = row?.version == asset.description ? row : nil
-        let requests = jobs.map { job in
-            var request = job.request
-            if let shape = request.placementShape, let placement = current?.placements.first(where: { $0.shape == shape }) {
-                request.placedCentre = placement.centre
-            }
-            return request
-        }
-        guard current == nil else { return (requests, .skip) }
-        let (wanted, clientWaits) = state.withLock { state in
-            var wanted = false, clientWaits = false
-            // The records of these very jobs (one dropped meanwhile may have a successor under its key).
-            for job in jobs {
-                guard let record = state.jobs[job.key.digest], record.job === job else { continue }
-                wanted = wanted || record.placeholderWanted
-                clientWaits = clientWaits || record.waitersPriority.map { $0 >= .visible } ?? false
-            }
-            return (wanted, clientWaits)
-        }
-        return (requests, clientWaits && !wanted ? .ifWholeFrame : .always)
-    }
-
-    /// Stores what a decode learnt of the version that was read: its placeholder (the row, with
-    /// the decode's placements) or, when the row was there already, the placements it added.
-    func keep(_ placeholder: Placeholder?, placements: [AttentionPlacement], of asset: AssetVersion) {
-        guard let placeholder else {
-            disk.addPlacements(placements, of: asset)
-            return
-        }
-        disk.storePlaceholder(placeholder, placements: placements, of: asset)
-        state.withLock { $0.metrics.placeholdersComputed += 1 }
-    }
-
     /// The placeholders of `paths` (one state each, in order): each path resolved to its
     /// current version, then one batch look-up in the index. An existing asset without one for
     /// that version gets a render of `kind` at `scale` queued at `priority` (coalescing with
@@ -127,7 +87,9 @@ extension ThumbnailPipeline {
             if state.jobs[key.digest] != nil { return state.jobs.wantPlaceholder(fromJob: key.digest) }
             let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil,
                                 wantsPlaceholder: true)
-            _ = attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state)
+            if attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state) {
+                handOutWork(&state)
+            }
         }
     }
 

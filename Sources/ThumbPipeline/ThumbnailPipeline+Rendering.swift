@@ -1,90 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
-import ThumbSystem
+package import ThumbSystem
+import ThumbWorker
 
-extension ThumbnailPipeline {
-    /// In-process: reads and decodes on this thread (`sandbox: false`).
-    func render(_ jobs: [RenderJob]) -> [Result<CachedThumbnail, ThumbFailure>] {
-        let first = jobs[0]
-        // The shared decode stops only when every job of the group is cancelled.
-        if jobs.allSatisfy(\.isCancelled) { return jobs.map { _ in .failure(.cancelled) } }
-        let source: SourceBytes
-        switch readSource(first.asset) {
-        case .success(let bytes): source = bytes
-        case .failure(let failure): return jobs.map { _ in .failure(failure) }
-        }
-        // The file may have changed since the requests were keyed: key what was actually read.
-        var asset = first.asset
-        if let status = source.fileStatus,
-           status.size != asset.size || status.modifiedNanoseconds != asset.modifiedNanoseconds || status.inode != asset.inode {
-            asset = AssetVersion(path: asset.path, size: status.size, modifiedNanoseconds: status.modifiedNanoseconds,
-                                 inode: status.inode, device: status.device)
-        }
-        let hook = checkpointHook
-        let thumbnails: [Thumbnail]
-        let order = decodeOrder(jobs, of: asset)
-        do {
-            let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
-                                                        placeholder: order.placeholder) {
-                hook?()
-                return jobs.allSatisfy(\.isCancelled)
-            }
-            for job in jobs { job.noteDecodeStopped() }
-            thumbnails = rendered.thumbnails
-            keep(rendered.placeholder, placements: rendered.placements, of: asset)
-        } catch {
-            let failure = ThumbFailure(error)
-            if let record = failure.disposition.negativeRecord { disk.recordFailure(asset, record: record, reason: failure.reason) }
-            return jobs.map { _ in .failure(failure) }
-        }
-        return store(thumbnails, of: asset, for: jobs)
+/// The pipeline as the render threads' feed: a thread renders a group outside every lock, then
+/// in one hold of the lock its jobs' waiters are answered (the first bytes for a slot checked by
+/// the delivery gate in that same hold, `DeliveryGate.admitEarly`) and its next group taken.
+/// With `submit`'s own hold, which hands a new job straight to an idle thread, one miss takes
+/// the pipeline's lock twice.
+extension ThumbnailPipeline: RenderFeed {
+    /// Starts the render threads (`startsWorkers: false` leaves that to the test).
+    package func startWorkers() throws(SystemError) {
+        let renderers = (0..<max(1, configuration.workers)).map { makeRenderer($0) }
+        try renderThreads.start(renderers, feed: self, log: configuration.log)
     }
 
-    /// Opens the asset beneath the root (the path was resolved at submit; whatever is there now
-    /// is what counts) and reads it from that one descriptor. A file written while it is read is
-    /// read once more; twice changing is `assetChanging` (a transient conflict, not a refusal).
-    func readSource(_ asset: AssetVersion) -> Result<SourceBytes, ThumbFailure> {
-        var change = ""
-        for _ in 0..<2 {
-            let file: AssetFile
-            do {
-                file = try assets.openForReading(asset.path)
-            } catch {
-                return .failure(ThumbFailure(error))
+    /// The renderer of render thread `index`: its own worker process when sandboxed.
+    static func defaultRenderer(_ configuration: PipelineConfiguration, counters: WorkerRestartCounters) -> @Sendable (Int) -> any ThumbnailRendering {
+        { index in
+            guard let launch = configuration.worker else {
+                return InProcessRenderer(thumbnailer: Thumbnailer(limits: configuration.limits, tuning: configuration.tuning),
+                                         maxFileBytes: configuration.limits.maxFileBytes)
             }
-            sourceOpenedHook?(file.version)
-            do {
-                return .success(try file.readAll(maxBytes: configuration.limits.maxFileBytes))
-            } catch {
-                switch error {
-                case .tooLarge(let reason):
-                    let failure = ThumbFailure.tooLarge(reason: reason)
-                    if let record = failure.disposition.negativeRecord { disk.recordFailure(file.version, record: record, reason: reason) }
-                    return .failure(failure)
-                case .changed(let reason):
-                    change = reason
-                case .unreadable(let reason):
-                    return .failure(.unreadable(path: asset.path, reason: reason))
-                }
+            let supervisor = RenderWorkerSupervisor(launch: launch, counters: counters, backoff: respawnBackoff)
+            return SandboxedRenderer(supervisor: supervisor, limits: configuration.limits, tuning: configuration.tuning,
+                                     renderSeconds: configuration.renderSeconds, log: configuration.log,
+                                     label: "render thread \(index)")
+        }
+    }
+
+    static let maxJobsPerDecode = 8
+
+    /// A worker that died on a file has cost that file's requests and the file is remembered, so
+    /// a storm of bad files needs no long pause (each respawn costs a few milliseconds); what the
+    /// backoff guards against is a worker that cannot start at all, which 100 ms between tries
+    /// keeps from spinning.
+    static let respawnBackoff = WorkerBackoff(firstDelaySeconds: 0.005, maxDelaySeconds: 0.1)
+
+    func render(_ group: RenderGroup, with renderer: any ThumbnailRendering) -> FinishedGroup {
+        let wallStart = ContinuousClock.now
+        let cpuStart = Self.threadCPUSeconds()
+        let result = groupRender.run(group, on: renderer)
+        let cpuSeconds = (Self.threadCPUSeconds() - cpuStart + result.rendererCPUSeconds) / Double(group.jobs.count)
+        return FinishedGroup(group: group, outcomes: result.outcomes, cpuSecondsEach: cpuSeconds,
+                             wallSeconds: (ContinuousClock.now - wallStart) / .seconds(1), computedPlaceholder: result.computedPlaceholder)
+    }
+
+    func takeGroup(after finished: FinishedGroup?) -> RenderGroup? {
+        var answers = Answers()
+        let (next, clients) = state.withLock { state -> (RenderGroup?, [[String]]) in
+            var clients: [[String]] = []
+            if let finished {
+                clients = state.finish(finished.group.jobs, outcomes: finished.outcomes, cpuSecondsEach: finished.cpuSecondsEach,
+                                       wallSeconds: finished.wallSeconds, into: &answers)
+                if finished.computedPlaceholder { state.metrics.placeholdersComputed += 1 }
+                gate.admitEarly(&answers) { slot, claim, token in state.admitDelivery(to: slot, claim: claim, token: token) }
+            }
+            guard !state.shuttingDown else { return (nil, clients) }
+            let next = state.jobs.takeGroup(maxJobs: Self.maxJobsPerDecode)
+            if next == nil { state.idleRenderThreads += 1 }
+            // A job held back by its callers' share may start now that this one is done: for an idle thread.
+            handOutWork(&state)
+            return (next, clients)
+        }
+        deliver(answers)
+        if let finished {
+            if configuration.logsRenders { logRenders(finished, clients: clients) }
+            // The queue has room again: the backlog may send more.
+            kickBacklog()
+        }
+        return next
+    }
+
+    /// Under the lock, at the end of a decision that queued work (or freed a caller's share):
+    /// each idle render thread is handed a group while one may start.
+    func handOutWork(_ state: inout PipelineState) {
+        while state.idleRenderThreads > 0, let group = state.jobs.takeGroup(maxJobs: Self.maxJobsPerDecode) {
+            state.idleRenderThreads -= 1
+            renderThreads.hand(group)
+        }
+    }
+
+    /// One event per render, outside the lock: `rendered` (info) or `render-failed` (notice);
+    /// a cancelled render is no event (its slot moved on).
+    func logRenders(_ finished: FinishedGroup, clients: [[String]]) {
+        let milliseconds = CheckedConversion.clampedInteger(finished.wallSeconds * 1000, to: 0...1_000_000_000)
+        for (index, (job, outcome)) in zip(finished.group.jobs, finished.outcomes).enumerated() {
+            let kind = "\(job.request.kind.name)@\(job.request.scale)x"
+            let waiting = index < clients.count ? clients[index] : []
+            var fields = LogFields(asset: job.asset.path, kind: kind, client: waiting.isEmpty ? nil : waiting.joined(separator: ","))
+            switch outcome {
+            case .success(let thumbnail):
+                fields.event = "rendered"
+                configuration.log.info("rendered \(job.asset.path) as \(kind): \(thumbnail.width)x\(thumbnail.height) "
+                                       + "\(thumbnail.format.rawValue), \(thumbnail.bytes.count) bytes, \(milliseconds) ms", fields)
+            case .failure(.cancelled):
+                continue
+            case .failure(let failure):
+                fields.event = "render-failed"
+                // Notice, not warning: a file that cannot be rendered is the catalogue's problem, not the daemon's.
+                configuration.log.notice("render of \(job.asset.path) as \(kind) failed: \(failure.reason)", fields)
             }
         }
-        return .failure(.assetChanging(path: asset.path, reason: change))
     }
 
-    func store(_ thumbnails: [Thumbnail], of asset: AssetVersion, for jobs: [RenderJob]) -> [Result<CachedThumbnail, ThumbFailure>] {
-        zip(jobs, thumbnails).map { job, thumbnail in .success(store(thumbnail, of: asset, for: job)) }
-    }
-
-    /// Keys what was rendered by the version that was read, and stores it in both caches.
-    func store(_ thumbnail: Thumbnail, of asset: AssetVersion, for job: RenderJob) -> CachedThumbnail {
-        let key = asset == job.asset ? job.key
-            : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder, focus: job.request.focus)
-        var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
-                                     filePath: disk.filePath(for: key, format: thumbnail.format),
-                                     format: thumbnail.format, width: thumbnail.width, height: thumbnail.height, crop: thumbnail.crop)
-        // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
-        // can and logs the episode) still lets this answer go out, from memory, marked unstored.
-        cached.isStored = (try? disk.insert(cached)) != nil
-        memory.insert(cached)
-        return cached
+    static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }

@@ -106,8 +106,9 @@ extension ThumbnailPipeline {
                            parks: previousLive != nil, in: &state) {
                     state.metrics.overloaded += 1
                     answers.add(completion, .init(token: token, result: .failure(.overloaded)))
-                } else if let slot = request.slot {
-                    state.slots.setLiveWaiter(.init(digest: key.digest, waiterID: waiter.id), of: slot)
+                } else {
+                    if let slot = request.slot { state.slots.setLiveWaiter(.init(digest: key.digest, waiterID: waiter.id), of: slot) }
+                    handOutWork(&state)
                 }
             }
             return token
@@ -180,6 +181,7 @@ extension ThumbnailPipeline {
             guard !state.shuttingDown else { return false }
             let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
             guard attach(waiter, key: key, resolved: resolved, kind: kind, scale: scale, encoder: encoder, parks: false, in: &state) else { return false }
+            handOutWork(&state)
             if let group {
                 let jobs = state.jobs
                 state.groups.add(.init(digest: key.digest, waiterID: waiter.id), to: group) { jobs.isWaiting($0) }
@@ -206,7 +208,9 @@ extension ThumbnailPipeline {
     }
 
     /// Adds `waiter` to the job for `key` (see `JobTable.attach`), creating the job if need be,
-    /// and acts on the table's decision: wake a worker, or end a parked job's debounce later.
+    /// and acts on the table's decision: end a parked job's debounce later. The caller hands
+    /// the work out (`handOutWork`) once its decision is complete, so that jobs of one asset
+    /// attached in one decision go to one decode.
     /// `parks`: the waiter comes from a cell in motion (see `flingDebounceSeconds`).
     /// False when a new job would overflow the queue, or the share of it `waiter`'s priority may use.
     func attach(_ waiter: Waiter, key: CacheKey, resolved: (absolutePath: String, version: AssetVersion),
@@ -218,11 +222,10 @@ extension ThumbnailPipeline {
         switch attachment {
         case .refused:
             return false
-        case .coalesced(let wakesWorker):
+        case .coalesced:
             state.metrics.coalesced += 1
-            if wakesWorker { workAvailable.signal() }
         case .queued:
-            workAvailable.signal()
+            break
         case .parked(let generation):
             state.metrics.parkedJobs += 1
             DispatchQueue.global().asyncAfter(deadline: .now() + configuration.flingDebounceSeconds) { [weak self] in
@@ -235,7 +238,7 @@ extension ThumbnailPipeline {
     /// The debounce is over: a parked job that someone still waits for joins the queue.
     func unpark(digest: String, generation: UInt64) {
         state.withLock { state in
-            if state.jobs.unpark(digest: digest, generation: generation) { workAvailable.signal() }
+            if state.jobs.unpark(digest: digest, generation: generation) { handOutWork(&state) }
         }
     }
 }

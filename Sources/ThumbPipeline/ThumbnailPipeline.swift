@@ -17,21 +17,19 @@ package final class ThumbnailPipeline: Sendable {
     let assets: AssetRoot
     let memory: MemoryCache
     let disk: DiskCache
-    let thumbnailer: Thumbnailer
-    let state: Mutex<PipelineState>
+    let state: PipelineLock
     let gate = DeliveryGate()
-    let workAvailable = DispatchSemaphore(value: 0)
-    let workersDone = DispatchGroup()
+    let renderThreads = RenderThreads()
+    /// Render thread `index`'s renderer (`ThumbnailRendering`): sandboxed or in process, or a test's.
+    let makeRenderer: @Sendable (Int) -> any ThumbnailRendering
+    /// Open, render, store: what every render thread does with a group.
+    let groupRender: GroupRender
     /// Worker process restarts by reason, every render thread's (for `/metrics`).
     let workerCounters = WorkerRestartCounters()
     /// What the folder watcher covers (for `/metrics`), kept across watchers.
     let watchCoverage = WatchCoverage()
     /// Deleted assets whose index rows go in the next batch (see `ThumbnailPipeline+Removals`).
     let pendingRemovals = Mutex<[String]>([])
-    /// Called at every cancellation checkpoint of a render (tests use it to act mid-decode).
-    let checkpointHook: (@Sendable () -> Void)?
-    /// Called when a worker has opened a source, before it reads it (tests change the file there).
-    let sourceOpenedHook: (@Sendable (AssetVersion) -> Void)?
     /// The background reconciles of start-up (and of rescans).
     let startup: PipelineStartup
     /// The pre-render backlog's drain.
@@ -52,11 +50,12 @@ package final class ThumbnailPipeline: Sendable {
     }
 
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
-    /// to line requests up deterministically.
-    init(configuration: PipelineConfiguration, startsWorkers: Bool, checkpointHook: (@Sendable () -> Void)? = nil,
-         sourceOpenedHook: (@Sendable (AssetVersion) -> Void)? = nil, resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
-        self.checkpointHook = checkpointHook
-        self.sourceOpenedHook = sourceOpenedHook
+    /// to line requests up deterministically. `renderers` and `opener` replace the render
+    /// threads' renderers and the asset root's open (tests act mid-render with them).
+    init(configuration: PipelineConfiguration, startsWorkers: Bool,
+         renderers: (@Sendable (Int) -> any ThumbnailRendering)? = nil,
+         opener: ((AssetRoot) -> any AssetOpening)? = nil,
+         resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
         self.resolvedHook = resolvedHook
         self.configuration = configuration
         startup = PipelineStartup(gate: configuration.reconcileGate)
@@ -66,9 +65,10 @@ package final class ThumbnailPipeline: Sendable {
         disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log,
                              reconcilesFiles: false)
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
-        thumbnailer = Thumbnailer(limits: configuration.limits, tuning: configuration.tuning)
-        state = Mutex(PipelineState(configuration: configuration))
-        if startsWorkers { startWorkers() }
+        state = PipelineLock(PipelineState(configuration: configuration))
+        makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
+        groupRender = GroupRender(opener: opener?(assets) ?? assets, disk: disk, memory: memory)
+        if startsWorkers { try startWorkers() }
         reconcileCacheInBackground()
     }
 
@@ -158,12 +158,11 @@ package final class ThumbnailPipeline: Sendable {
         // The background reconciles stop at their next batch; the backlog takes no more rows
         // (queued pre-renders are answered below and their rows stay for the next start).
         stopReconciling()
-        let workers = locked { state, answers -> Int in
+        locked { state, answers in
             closing.store(true, ordering: .releasing)
-            return state.shutDown(into: &answers) ? max(1, configuration.workers) : 0
+            _ = state.shutDown(into: &answers)
         }
-        for _ in 0..<workers { workAvailable.signal() }
-        workersDone.wait()
+        renderThreads.stop()
         stopBacklog()
         endVouching()
         flushRemovals()

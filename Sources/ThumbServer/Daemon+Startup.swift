@@ -108,7 +108,7 @@ final class DaemonServices: @unchecked Sendable {
     let server: HTTPServer
     let listeners: [Listener]
     /// Started after serving; nil until then, and never once stopping.
-    private let following = Mutex<(stopping: Bool, watcher: FolderWatcher?, spool: SpoolWorker?)>((false, nil, nil))
+    private let following = Mutex<(stopping: Bool, watcher: FolderWatcher?, spool: SpoolConsumer?)>((false, nil, nil))
 
     init(pipeline: ThumbnailPipeline, api: ThumbnailAPI, server: HTTPServer, listeners: [Listener]) {
         self.pipeline = pipeline
@@ -127,15 +127,35 @@ final class DaemonServices: @unchecked Sendable {
             Log.warning("folder watcher not running (\(error)); thumbnails are still rendered on request")
             pipeline.reconcileInBackground()
         }
-        let spool = spoolRoot.map { SpoolWorker(root: $0, pipeline: pipeline, catalog: catalog) }
+        let spool = spoolRoot.flatMap { spoolConsumer(root: $0, catalog: catalog) }
         let stopped = following.withLock { following -> Bool in
             guard !following.stopping else { return true }
             following.watcher = watcher
             following.spool = spool
-            spool?.start()
             return false
         }
-        if stopped { watcher?.stop() }
+        if stopped {
+            watcher?.stop()
+            return
+        }
+        do throws(SystemError) {
+            try spool?.startFollowing()
+        } catch {
+            Log.error("spool \(spoolRoot ?? "") not followed: \(error)")
+        }
+    }
+
+    /// The spool's consumer, rendering through the daemon's own pipeline into the cache it serves.
+    private func spoolConsumer(root: String, catalog: SlotCatalog) -> SpoolConsumer? {
+        let folder: SpoolFolder
+        do { folder = try SpoolFolder(root: root) } catch {
+            Log.error("spool \(root) unusable: \(error)")
+            return nil
+        }
+        let pregenerated = catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
+        let runner = BatchRunner(pipeline: pipeline, catalog: catalog,
+                                 defaultKinds: pregenerated.isEmpty ? catalog.kinds.keys.sorted() : pregenerated, outputTree: nil)
+        return SpoolConsumer(folder: folder, runner: runner, log: pipeline.configuration.log)
     }
 
     /// SIGTERM: new and queued requests get 503, running renders finish, the background work

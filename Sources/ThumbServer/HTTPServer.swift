@@ -45,6 +45,9 @@ package final class HTTPServer: @unchecked Sendable {
     /// Requests that arrived while stopping (each answered 503 at once).
     private let lateExchanges = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
+    /// What `drain` waits on: once stopping, an exchange whose end brings its count to zero wakes
+    /// it. (The counts stay atomics: the request path takes no lock for them.)
+    private let exchangesEnded = Condition(())
 
     /// `maxConnections` per listener; `connectionsPerPeer` on TCP listeners (nil: a quarter of
     /// `maxConnections`). A Unix socket has no peer address: there the request deadline, which
@@ -87,16 +90,21 @@ package final class HTTPServer: @unchecked Sendable {
     /// Every request that arrives from now on is answered 503 with Retry-After and
     /// `Connection: close`; requests received before are answered as usual.
     package func quiesce() {
-        stopping.store(true, ordering: .relaxed)
+        // Sequentially consistent with the ends' loads (`completed`): an end that brings a count
+        // to zero either sees the stop and wakes `drain`, or came before `drain` first looks.
+        stopping.store(true, ordering: .sequentiallyConsistent)
     }
 
     /// Waits until every request received before `quiesce` has been answered and sent, or
     /// `seconds` pass; then briefly lets the 503s of late arrivals go out.
     package func drain(seconds: Double) {
         let deadline = ContinuousClock.now + .nanoseconds(HTTPRequestDeadline.nanoseconds(min(seconds, 3600)))
-        while activeExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline { usleep(5_000) }
+        func secondsLeft(until end: ContinuousClock.Instant) -> Double { max(0, (end - ContinuousClock.now) / .seconds(1)) }
+        exchangesEnded.wait(until: { _ in activeExchanges.load(ordering: .sequentiallyConsistent) == 0 },
+                            timeoutSeconds: secondsLeft(until: deadline))
         let grace = min(deadline, ContinuousClock.now + .milliseconds(250))
-        while lateExchanges.load(ordering: .relaxed) > 0 && ContinuousClock.now < grace { usleep(5_000) }
+        exchangesEnded.wait(until: { _ in lateExchanges.load(ordering: .sequentiallyConsistent) == 0 },
+                            timeoutSeconds: secondsLeft(until: grace))
     }
 
     package func stop() {
@@ -263,7 +271,9 @@ package final class HTTPServer: @unchecked Sendable {
         exchange.takeUnretainedValue().finish()
         exchange.release()
         state.pointee = nil
-        if late { lateExchanges.subtract(1, ordering: .relaxed) } else { activeExchanges.subtract(1, ordering: .relaxed) }
+        let remaining = late ? lateExchanges.subtract(1, ordering: .sequentiallyConsistent).newValue
+            : activeExchanges.subtract(1, ordering: .sequentiallyConsistent).newValue
+        if remaining == 0 && stopping.load(ordering: .sequentiallyConsistent) { exchangesEnded.update { _ in } }
     }
 }
 

@@ -96,8 +96,10 @@ import ThumbImaging
         // drain finish first).
         let opened = Atomic<Int>(0)
         let resume = DispatchSemaphore(value: 0)
-        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, sourceOpenedHook: { _ in
-            if opened.wrappingAdd(1, ordering: .relaxed).newValue == 11 { resume.wait() }
+        let first = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, opener: { root in
+            OpenObservingRoot(root: root) { _ in
+                if opened.wrappingAdd(1, ordering: .relaxed).newValue == 11 { resume.wait() }
+            }
         })
         let watcher = try first.startWatching()
         #expect(await eventually(timeout: .seconds(60)) { opened.load(ordering: .relaxed) >= 11 })

@@ -73,7 +73,7 @@ import ThumbImaging
         pipeline.submit(.init(assetPath: fixture.imageNames[2], kind: PipelineFixture.avatar, scale: 3), completion: log.completion("over"))
         #expect(log.response("over")?.error == .overloaded, "the queue itself stays bounded")
         #expect(log.response("visible0") == nil && log.response("visible1") == nil, "visible requests were refused: \(log.all)")
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 3)
         #expect(log.response("visible0")?.thumbnail != nil && log.response("visible1")?.thumbnail != nil)
         pipeline.shutdown()

@@ -86,7 +86,7 @@ final class PipelineConfinementTests {
             let writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
             if writer >= 0 { close(writer) }
         }
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 1)
         #expect(log.response("fifo")?.error == .forbidden(path: "img0.jpg", reason: "not a regular file"),
                 "\(String(describing: log.response("fifo")?.result))")
@@ -109,7 +109,7 @@ final class PipelineConfinementTests {
         let limit = Counter(1)
         let assets = fixture.assets
         let pipeline = try ThumbnailPipeline(configuration: fixture.configuration(), startsWorkers: true,
-                                             sourceOpenedHook: { version in
+                                             opener: { root in OpenObservingRoot(root: root) { version in
             guard appendings.value < limit.value else { return }
             appendings.add()
             // Bytes after the JPEG's end marker: the image still decodes, but it is not the file fstat saw.
@@ -117,7 +117,7 @@ final class PipelineConfinementTests {
             handle?.seekToEndOfFile()
             handle?.write(Data(repeating: 0, count: 1000))
             try? handle?.close()
-        })
+        } })
         defer { pipeline.shutdown() }
 
         let once = await pipeline.thumbnail(PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.large, scale: 1))

@@ -98,7 +98,7 @@ import ThumbImaging
                 }
             }
         }
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         let all = await seen.wait(for: 4, seconds: 20)
         #expect(all, "answers so far: \(seen.tags)")
         guard all else { return }

@@ -21,7 +21,7 @@ import ThumbImaging
         #expect(second == 2)
         // The older request is answered at once, before any work ran.
         #expect(log.response("first")?.error == .superseded(currentToken: 2))
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 2)
         let answer = try #require(log.response("second")?.thumbnail)
         #expect(answer.key.assetPath == "img1.jpg")
@@ -42,7 +42,7 @@ import ThumbImaging
         #expect(log.response("t3")?.error == .superseded(currentToken: 5))
         #expect(log.response("t3")?.token == 3)
         #expect(log.response("t5") == nil)
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 2)
         #expect(log.response("t5")?.thumbnail?.key.assetPath == "img0.jpg")
         pipeline.shutdown()
@@ -55,7 +55,7 @@ import ThumbImaging
         pipeline.submit(.init(assetPath: "img2.png", kind: PipelineFixture.large, scale: 1, slot: cell), completion: log.completion("a"))
         pipeline.release(cell)
         #expect(log.response("a")?.error == .cancelled)
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         // A later request on another asset proves the workers ran and skipped the dropped job.
         pipeline.submit(.init(assetPath: "img3.png", kind: PipelineFixture.large, scale: 1), completion: log.completion("b"))
         await log.wait(for: 2)
@@ -73,7 +73,9 @@ import ThumbImaging
         // the release lands mid-decode, and that same checkpoint must stop the work.
         let releaseOnce = Mutex<(@Sendable () -> Void)?>(nil)
         let checkpoints = Mutex(0)
-        let pipeline = try ThumbnailPipeline(configuration: fixture.configuration { $0.workers = 1 }, startsWorkers: true) {
+        let configuration = fixture.configuration { $0.workers = 1 }
+        #expect(configuration.worker == nil, "the checkpoints observed are the in-process decode's")
+        let renderer = CheckpointObservingRenderer(configuration: configuration) {
             let count = checkpoints.withLock { count in
                 count += 1
                 return count
@@ -84,6 +86,7 @@ import ThumbImaging
                 action = nil
             }
         }
+        let pipeline = try ThumbnailPipeline(configuration: configuration, startsWorkers: true, renderers: { _ in renderer })
         releaseOnce.withLock { $0 = { pipeline.release(cell) } }
         let xxl = SlotKind(name: "xxl", widthPoints: 2000, heightPoints: 2000)
         let answer = await pipeline.thumbnail(.init(assetPath: "big.jpg", kind: xxl, scale: 1, slot: cell))
@@ -104,7 +107,7 @@ import ThumbImaging
         pipeline.submit(.init(assetPath: "img0.jpg", kind: PipelineFixture.large, scale: 1, slot: cell), completion: log.completion("1"))
         pipeline.submit(.init(assetPath: "img0.jpg", kind: PipelineFixture.large, scale: 1, slot: cell), completion: log.completion("2"))
         #expect(log.response("1")?.error == .superseded(currentToken: 2))
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 2)
         #expect(log.response("2")?.thumbnail != nil)
         #expect(pipeline.metrics.droppedJobs == 0)

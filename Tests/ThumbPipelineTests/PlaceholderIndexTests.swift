@@ -184,7 +184,7 @@ import ThumbImaging
         pipeline.submit(PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3), completion: log.completion("client"))
         #expect(pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
         #expect(pipeline.metrics.queuedJobs.values.reduce(0, +) == 1, "the look-up joined the client's job")
-        pipeline.startWorkers()
+        try pipeline.startWorkers()
         await log.wait(for: 1)
         #expect((try? log.response("client")?.result.get()) != nil)
         #expect(pipeline.disk.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)

@@ -32,4 +32,8 @@ int CThumb_fileSystemType(const char *path, int64_t *type);
 /// the Glibc module does not export <malloc.h>.
 size_t CThumb_heapBytesInUse(void);
 
+/// Names the calling thread (at most 15 bytes are kept): pthread_setname_np is a GNU extension
+/// the Glibc module does not export. 0, or an errno.
+int CThumb_nameThisThread(const char *name);
+
 #endif

@@ -1,4 +1,5 @@
 import Synchronization
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,6 +42,18 @@ import Glibc
 ///   stripe, so none is in flight), tried without waiting otherwise, and when busy done by the
 ///   loop right after the completion returns. So no thread ever waits for a stripe while holding
 ///   one: two completions each submitting on the other's slot cannot wait for each other.
+/// Early checks (`admitEarly`): a render thread finishing a job decides its answers under the
+/// pipeline lock; rather than take that lock again for step 2, it tries the slot's stripe there,
+/// without waiting. When it gets it, the check of step 2 runs at once (under both locks, as
+/// step 2 would), and the answer goes out first, its stripe released when its completion has
+/// returned. Nothing above changes: the check still happens under the pipeline lock while the
+/// stripe is held, and the bytes are handed over before the stripe is released. The lock order
+/// holds too: under the pipeline lock a stripe is only tried, never waited for. Only one stripe
+/// is held that way, only by a thread outside any delivery loop (no completion of its own
+/// running, no slot claimed in the same decision), and its answer is the first handed over, so
+/// no other completion can run while it holds a stripe a call from that completion would wait
+/// for. When the stripe is busy the answer takes the usual way.
+///
 /// The price falls only on calls made from inside a completion: their answers come after the
 /// calling completion returned (on the same thread, before the outermost pipeline call returns),
 /// and when a delivery to their slot was under way on another thread at that moment, the promise
@@ -55,7 +68,7 @@ final class DeliveryGate: Sendable {
     typealias Admit = (_ slot: SlotID, _ claim: UInt64, _ token: UInt64?) -> SlotTable.Admission
 
     private final class Stripe: Sendable {
-        let lock = Mutex(())
+        let lock = PThreadLock()
     }
 
     private let stripes: [Stripe] = (0..<DeliveryGate.stripeCount).map { _ in Stripe() }
@@ -80,6 +93,29 @@ final class DeliveryGate: Sendable {
         for slot in answers.claimedSlots { pass(Self.stripe(of: slot)) }
         context.pending = answers.deliveries.map { ($0, admit) }
         handOverPending(context)
+    }
+
+    /// Under the pipeline lock (`check` runs under it): the early check of the first gated
+    /// answer, when its stripe is free now (see above). The caller must `deliver` the answers.
+    func admitEarly(_ answers: inout Answers, check: (_ slot: SlotID, _ claim: UInt64, _ token: UInt64?) -> SlotTable.Admission) {
+        guard answers.claimedSlots.isEmpty, DeliveryContext.current == nil, let gated = answers.firstGated else { return }
+        let stripe = Self.stripe(of: gated.slot)
+        guard stripes[stripe].lock.tryLock() else { return }
+        guard case .gated(_, let response, _, _) = answers.deliveries[gated.index] else {
+            stripes[stripe].lock.unlock()
+            return
+        }
+        answers.admit(at: gated.index, response: Self.response(response, after: check(gated.slot, gated.claim, gated.token)),
+                      stripe: stripe)
+    }
+
+    /// What a gated answer becomes after its check.
+    private static func response(_ response: PipelineResponse, after admission: SlotTable.Admission) -> PipelineResponse {
+        switch admission {
+        case .deliver: response
+        case .superseded(let currentToken): PipelineResponse(token: response.token, result: .failure(.superseded(currentToken: currentToken)))
+        case .cancelled: PipelineResponse(token: response.token, result: .failure(.cancelled))
+        }
     }
 
     /// Hands over what `context` holds in order, including what the completions it calls add.
@@ -116,29 +152,32 @@ final class DeliveryGate: Sendable {
             completion(response)
         case .gated(let completion, let response, let slot, let claim):
             let stripe = Self.stripe(of: slot)
-            stripes[stripe].lock.withLock { _ in
+            stripes[stripe].lock.withLock {
                 context.heldStripe = stripe
                 defer { context.heldStripe = nil }
-                switch admit(slot, claim, response.token) {
-                case .deliver:
-                    completion(response)
-                case .superseded(let currentToken):
-                    completion(PipelineResponse(token: response.token, result: .failure(.superseded(currentToken: currentToken))))
-                case .cancelled:
-                    completion(PipelineResponse(token: response.token, result: .failure(.cancelled)))
-                }
+                completion(Self.response(response, after: admit(slot, claim, response.token)))
             }
+        case .admitted(let completion, let response, let stripe):
+            // Taken by `admitEarly`, checked there: held until the completion returned.
+            context.heldStripe = stripe
+            completion(response)
+            context.heldStripe = nil
+            stripes[stripe].lock.unlock()
         }
     }
 
     /// Waits until no delivery holds the stripe (one that was let through has finished).
     private func pass(_ stripe: Int) {
-        stripes[stripe].lock.withLock { _ in }
+        stripes[stripe].lock.withLock {}
     }
 
     private func passFromCompletion(_ stripe: Int, _ context: DeliveryContext) {
         if context.heldStripe == stripe { return }
-        if case .none = stripes[stripe].lock.withLockIfAvailable({ _ in }) { context.passLater.append(stripe) }
+        if stripes[stripe].lock.tryLock() {
+            stripes[stripe].lock.unlock()
+        } else {
+            context.passLater.append(stripe)
+        }
     }
 }
 

@@ -58,6 +58,7 @@ struct JobTable {
     /// The job of `digest`, queued or running, is to compute its version's placeholder whatever it costs.
     mutating func wantPlaceholder(fromJob digest: String) {
         records[digest]?.placeholderWanted = true
+        records[digest]?.job.wantPlaceholder()
     }
 
     /// Whether the waiter still waits (it was neither answered nor detached).
@@ -111,6 +112,16 @@ struct JobTable {
             }
         }
         return group
+    }
+
+    /// `popGroup` with what the decode is to know of its waiters as the group leaves the queue.
+    mutating func takeGroup(maxJobs: Int) -> RenderGroup? {
+        guard let jobs = popGroup(maxJobs: maxJobs) else { return nil }
+        let clientWaits = jobs.contains { job in
+            guard let record = records[job.key.digest], record.job === job else { return false }
+            return record.waitersPriority.map { $0 >= .visible } ?? false
+        }
+        return RenderGroup(jobs: jobs, clientWaits: clientWaits)
     }
 
     /// A queued job's turn (`JobQueue.pop`): 0 when a waiter is not rationed (or nothing is), else
@@ -184,6 +195,7 @@ extension JobTable {
         if var record = records[key.digest], record.job.key == key {
             record.waiters[waiter.id] = waiter
             record.placeholderWanted = record.placeholderWanted || waiter.wantsPlaceholder
+            if waiter.wantsPlaceholder { record.job.wantPlaceholder() }
             var wakesWorker = false
             if record.parked {
                 record.priority = max(record.priority, waiter.priority)
@@ -206,6 +218,7 @@ extension JobTable {
         var record = JobRecord(job: job, priority: waiter.priority)
         record.waiters[waiter.id] = waiter
         record.placeholderWanted = waiter.wantsPlaceholder
+        if waiter.wantsPlaceholder { job.wantPlaceholder() }
         queuedJobs += 1
         if parks {
             record.parked = true

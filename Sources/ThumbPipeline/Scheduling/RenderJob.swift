@@ -23,6 +23,10 @@ final class RenderJob: Sendable {
     /// Run at `cancel` while a worker process renders the job (it passes the cancel on), under
     /// its own lock so that once it is cleared no late cancel can reach the worker's next render.
     private let cancelAction = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Someone wants the version's placeholder from this job's decode whatever it costs
+    /// (`JobRecord.placeholderWanted`, mirrored here so that the render thread reads it
+    /// without the pipeline's lock, even when it was asked after the job started).
+    private let placeholderWantedFlag = Atomic<Bool>(false)
 
     init(key: CacheKey, asset: AssetVersion, absolutePath: String, request: ThumbnailRequest, generation: UInt64) {
         self.key = key
@@ -33,6 +37,12 @@ final class RenderJob: Sendable {
     }
 
     var isCancelled: Bool { cancelFlag.load(ordering: .sequentiallyConsistent) }
+
+    var placeholderWanted: Bool { placeholderWantedFlag.load(ordering: .acquiring) }
+    func wantPlaceholder() {
+        placeholderWantedFlag.store(true, ordering: .releasing)
+    }
+
     func cancel() {
         cancelledAt.store(Self.monotonicNanoseconds(), ordering: .relaxed)
         cancelFlag.store(true, ordering: .sequentiallyConsistent)

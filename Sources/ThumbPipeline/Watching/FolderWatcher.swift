@@ -67,11 +67,8 @@ package final class FolderWatcher: @unchecked Sendable {
     /// Path bytes the walks handed the kernel, and in how many calls (for tests).
     let kernelPaths = Mutex<(bytes: Int, calls: Int)>((0, 0))
     let inotifyFD: Int32
-    /// The stop channel (a socket pair: Glibc's Swift module has neither `pipe2` nor `eventfd`,
-    /// and `pipe` + `fcntl` would leak the fds into a concurrent fork): `stop()` writes a byte,
-    /// which wakes `poll`.
-    private let wakeReadFD: Int32
-    private let wakeWriteFD: Int32
+    /// The watcher thread's wait on `inotifyFD`, which `stop()` cuts short.
+    private let events: WakeablePoll
     private let stopping = Atomic<Bool>(false)
     private let control = Mutex<Control>(Control())
     let table = Mutex<WatchTable>(WatchTable())
@@ -79,7 +76,7 @@ package final class FolderWatcher: @unchecked Sendable {
     private struct Control {
         enum Phase { case idle, running, stopped }
         var phase = Phase.idle
-        var thread: pthread_t?
+        var thread: LongLivedThread?
     }
 
     /// What every folder watch asks for. `IN_CREATE` matters for folders and hard links (other
@@ -108,23 +105,18 @@ package final class FolderWatcher: @unchecked Sendable {
         self.coverage = coverage
         self.watchAdder = watchAdder
         self.rootPollSeconds = rootPollSeconds.isFinite ? min(max(rootPollSeconds, 0.01), 3600) : 2
-        inotifyFD = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
-        var pipeFDs: [Int32] = [-1, -1]
+        let inotify = try systemCall("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
         do throws(SystemError) {
-            let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-            try systemCall("socketpair for folder watcher") { socketpair(AF_UNIX, type, 0, &pipeFDs) }
+            events = try WakeablePoll(watching: inotify, label: "folder watcher")
         } catch {
-            close(inotifyFD)
+            close(inotify)
             throw error
         }
-        wakeReadFD = pipeFDs[0]
-        wakeWriteFD = pipeFDs[1]
+        inotifyFD = inotify
     }
 
     deinit {
         close(inotifyFD)
-        close(wakeReadFD)
-        close(wakeWriteFD)
     }
 
     /// Watches every folder under the root, then starts the watcher thread. Changes made after
@@ -144,24 +136,14 @@ package final class FolderWatcher: @unchecked Sendable {
                 throw fatal.error
             }
             noteMissed(failures, reportFiles: false)
-            var thread = pthread_t()
-            let context = Unmanaged.passRetained(self).toOpaque()
-            let code = pthread_create(&thread, nil, { context in
-                let watcher = Unmanaged<FolderWatcher>.fromOpaque(context!).takeRetainedValue()
-                watcher.run()
-                return nil
-            }, context)
-            guard code == 0 else {
-                Unmanaged<FolderWatcher>.fromOpaque(context).release()
-                throw SystemError(operation: "pthread_create folder watcher", errno: code)
-            }
+            let thread = try LongLivedThread.start(name: "thumbd-watcher") { [self] in run() }
             // A `stop()` that ran meanwhile found no thread to join: join it here (it exits at once).
             let stoppedMeanwhile = control.withLock { control -> Bool in
                 guard control.phase == .running else { return true }
                 control.thread = thread
                 return false
             }
-            if stoppedMeanwhile { pthread_join(thread, nil) }
+            if stoppedMeanwhile { thread.join() }
         } catch {
             control.withLock { $0.phase = .stopped }
             throw error
@@ -171,7 +153,7 @@ package final class FolderWatcher: @unchecked Sendable {
     /// Stops the thread and waits for it (unless called from the handler itself). No handler
     /// call starts after this returns. Idempotent.
     package func stop() {
-        let (thread, first) = control.withLock { control -> (pthread_t?, Bool) in
+        let (thread, first) = control.withLock { control -> (LongLivedThread?, Bool) in
             let first = control.phase != .stopped
             control.phase = .stopped
             defer { control.thread = nil }
@@ -179,14 +161,9 @@ package final class FolderWatcher: @unchecked Sendable {
         }
         guard first else { return }
         stopping.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = try? systemCall("signal folder watcher to stop") { write(wakeWriteFD, &byte, 1) }
-        guard let thread else { return }
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
+        events.wake()
+        // From the handler itself (the watcher thread), `join` detaches instead.
+        thread?.join()
     }
 
     /// The watched folders (relative; "" is the root), sorted. For tests and diagnostics.
@@ -197,18 +174,17 @@ package final class FolderWatcher: @unchecked Sendable {
     private func run() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferSize, alignment: 8)
         defer { buffer.deallocate() }
-        var fds = [pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0)]
         let timeoutMilliseconds = Int32(rootPollSeconds * 1000)
         while !isStopping {
+            let wake: WakeablePoll.Wake
             do {
-                try systemCall("poll inotify") { poll(&fds, nfds_t(fds.count), timeoutMilliseconds) }
+                wake = try events.wait(timeoutMilliseconds: timeoutMilliseconds)
             } catch {
                 log.warning("folder watcher of \(root.path) stops: \(error); thumbnails are still rendered on request")
                 break
             }
-            if fds[1].revents != 0 { break }
-            if fds[0].revents != 0 { drain(buffer) }
+            if wake.woken { break }
+            if wake.readable { drain(buffer) }
             if !isStopping { checkRoot() }
             if !isStopping { retryMissedIfDue() }
             // After every wake-up, whatever reported its events (the queue, a root check, a

@@ -165,10 +165,9 @@ struct BatchCommand: ThumbdCommand {
                 Console.error("thumbd batch: cannot use spool \(spool): \(error)")
                 return .cannotCreate
             }
-            let recovery = folder.recoverClaims()
-            if recovery.recovered > 0 { Console.error("thumbd batch: took up \(recovery.recovered) job(s) claimed by a process that died") }
-            summary = folder.drain(with: runner)
-            for name in recovery.gaveUp {
+            let pass = SpoolConsumer(folder: folder, runner: runner, log: pipeline.configuration.log).drainOnce()
+            summary = pass.summary
+            for name in pass.gaveUp {
                 malformed.append(BatchRunner.Failure(asset: name, kind: "-", reason: "\(SpoolFolder.diedReason) too often: moved to failed/"))
             }
         } else if let jobsFile {

@@ -37,29 +37,21 @@ extension RenderCommand {
         } catch {
             return all(.unreadable(path: input, reason: error.description), "\(input): cannot \(error)")
         }
-        switch supervisor.render(source: descriptor, status: status, label: input, requests: requests, limits: limits,
-                                 tuning: tuning, deadlineSeconds: renderSeconds) {
-        case .rendered(let answer):
-            return zip(jobs, answer.results).map { job, result in
-                switch result {
-                case .success(let thumbnail): return write(thumbnail, for: job)
-                case .failure(.imaging(let error)):
-                    return .failure(Failure(message: "\(input): \(error)", code: ExitCode(ThumbFailure(error))))
-                case .failure(.read(.tooLarge(let reason))):
-                    return .failure(Failure(message: "\(input): \(reason)", code: ExitCode(ThumbFailure.tooLarge(reason: reason))))
-                case .failure(.read(.changed(let reason))), .failure(.read(.unreadable(let reason))):
-                    return .failure(Failure(message: "\(input): cannot read: \(reason)",
-                                            code: ExitCode(ThumbFailure.unreadable(path: input, reason: reason))))
-                }
+        let outcome = supervisor.render(source: descriptor, status: status, label: input, requests: requests, limits: limits,
+                                        tuning: tuning, deadlineSeconds: renderSeconds)
+        guard case .rendered(let answer) = outcome else {
+            let failure = ThumbFailure(outcome, renderSeconds: renderSeconds) ?? .rendererUnavailable(reason: "no answer")
+            if case .unavailable(let error) = outcome { return all(failure, "\(input): \(error)") }
+            return all(failure, "\(input): \(failure)")
+        }
+        return zip(jobs, answer.results).map { job, result in
+            switch result {
+            case .success(let thumbnail): return write(thumbnail, for: job)
+            case .failure(let failure):
+                // A limit's reason reads whole on its own; the others say what failed.
+                let message = if case .read(.tooLarge(let reason)) = failure { reason } else { failure.description }
+                return .failure(Failure(message: "\(input): \(message)", code: ExitCode(ThumbFailure(failure, path: input))))
             }
-        case .crashed(let death):
-            let failure = ThumbFailure.renderCrashed(reason: "render worker \(death)")
-            return all(failure, "\(input): \(failure)")
-        case .timedOut:
-            let failure = ThumbFailure.renderTimedOut(reason: "took longer than \(renderSeconds) s (limits.renderSeconds)")
-            return all(failure, "\(input): \(failure)")
-        case .unavailable(let error):
-            return all(.rendererUnavailable(reason: error.description), "\(input): \(error)")
         }
     }
 }

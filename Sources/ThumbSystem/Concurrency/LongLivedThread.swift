@@ -1,0 +1,62 @@
+import CThumbSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The house's one way to start a thread that lives as long as a part of the daemon (a render
+/// thread, the folder watcher, the spool consumer): a named POSIX thread running `body`, joined
+/// by `join`. Short work goes to the part's own thread or a serial queue, never a fresh thread.
+/// The name (at most 15 bytes, the kernel's limit) shows in `top -H`, `ps -L` and core dumps.
+package final class LongLivedThread: @unchecked Sendable {
+    private let thread: pthread_t
+    /// 0: running or not joined yet, 1: a join is under way, 2: joined (or detached).
+    private let joinPhase = Condition(0)
+
+    private final class Start {
+        let name: String
+        let body: () -> Void
+        init(name: String, body: @escaping () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+
+    private init(thread: pthread_t) {
+        self.thread = thread
+    }
+
+    /// Starts `body` on a new thread named `name`.
+    package static func start(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> LongLivedThread {
+        let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        var thread = pthread_t()
+        let code = pthread_create(&thread, nil, { context in
+            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
+            _ = CThumb_nameThisThread(start.name)
+            start.body()
+            return nil
+        }, context)
+        guard code == 0 else {
+            Unmanaged<Start>.fromOpaque(context).release()
+            throw SystemError(operation: "pthread_create \(name)", errno: code)
+        }
+        return LongLivedThread(thread: thread)
+    }
+
+    /// Whether the caller is this thread (a part stopped from its own thread cannot wait for it).
+    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
+    /// Waits until the thread has returned; any number of callers, the thread is joined once.
+    /// From the thread itself it detaches instead of waiting for itself.
+    package func join() {
+        let first = joinPhase.update { phase -> Bool in
+            defer { phase = max(phase, 1) }
+            return phase == 0
+        }
+        guard first else {
+            if !isCurrent { joinPhase.wait(until: { $0 == 2 }) }
+            return
+        }
+        if isCurrent { pthread_detach(thread) } else { pthread_join(thread, nil) }
+        joinPhase.update { $0 = 2 }
+    }
+}
