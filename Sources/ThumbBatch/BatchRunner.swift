@@ -113,8 +113,9 @@ package final class BatchRunner {
             }
             for (task, response) in batch {
                 if case .failure(.overloaded) = response.result {
-                    // A full queue is back-pressure, not a failure of the asset: ask again shortly.
-                    usleep(20_000)
+                    // A full queue is back-pressure, not a failure of the asset: ask again once a
+                    // render thread has taken a job (or after a second, whatever happened).
+                    _ = pipeline.waitForQueueRoom(priority: .batch, timeoutSeconds: 1)
                     submit(task, inbox: inbox)
                     continue
                 }

@@ -66,6 +66,8 @@ extension ThumbnailPipeline: RenderFeed {
             return (next, clients)
         }
         deliver(answers)
+        // Outside the lock (whoever waits reads the queue under it: `waitForQueueRoom`).
+        queueTaken.update { _ in }
         if let finished {
             if configuration.logsRenders { logRenders(finished, clients: clients) }
             // The queue has room again: the backlog may send more.
@@ -81,6 +83,15 @@ extension ThumbnailPipeline: RenderFeed {
             state.idleRenderThreads -= 1
             renderThreads.hand(group)
         }
+    }
+
+    /// Waits until a new job of `priority` would fit in the queue, or `timeoutSeconds` pass
+    /// (false): how batch work paces itself on a full queue instead of sleeping and asking again.
+    /// Room comes when a render thread takes a job (or when waiters leave: the timeout covers that).
+    package func waitForQueueRoom(priority: Priority, timeoutSeconds: Double) -> Bool {
+        queueTaken.wait(until: { _ in
+            state.withLock { $0.shuttingDown || $0.jobs.queuedJobs < $0.jobs.queueLimit(for: priority) }
+        }, timeoutSeconds: timeoutSeconds)
     }
 
     /// One event per render, outside the lock: `rendered` (info) or `render-failed` (notice);

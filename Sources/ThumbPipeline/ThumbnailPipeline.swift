@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import ThumbImaging
+import ThumbSystem
 import ThumbWorker
 
 /// The heart of thumbd: requests in, thumbnails out, with slot tokens that supersede stale
@@ -20,6 +21,8 @@ package final class ThumbnailPipeline: Sendable {
     let state: PipelineLock
     let gate = DeliveryGate()
     let renderThreads = RenderThreads()
+    /// Signalled after every hold that took jobs out of the queue: `waitForQueueRoom` waits on it.
+    let queueTaken = Condition(())
     /// Render thread `index`'s renderer (`ThumbnailRendering`): sandboxed or in process, or a test's.
     let makeRenderer: @Sendable (Int) -> any ThumbnailRendering
     /// Open, render, store: what every render thread does with a group.

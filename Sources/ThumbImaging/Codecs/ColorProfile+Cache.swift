@@ -1,4 +1,4 @@
-import Foundation
+import ThumbSystem
 import Synchronization
 
 extension ColorProfileTransform {
@@ -109,7 +109,7 @@ enum TransformCache {
             return (build, true)
         }
         if let build, isNew {
-            let thread = Thread {
+            let run: @Sendable () -> Void = {
                 let built = ColorProfileTransform(profile: key.profile, layout: key.layout)
                 entries.withLock { entries in
                     if let built { keep(built, for: key, in: &entries) }
@@ -117,33 +117,30 @@ enum TransformCache {
                 }
                 build.finish(built)
             }
-            thread.name = "thumbd-icc-build"
-            thread.start()
+            do throws(SystemError) {
+                try LongLivedThread.detach(name: "thumbd-icc-build", run)
+            } catch {
+                // No thread to be had: built here, the render waiting for it (uncancellable, as before threads).
+                run()
+            }
         }
         return build
     }
 
     /// One build under way; any number of renders may wait for it.
-    final class Build: @unchecked Sendable { // its state is guarded by `condition`
-        private let condition = NSCondition()
-        private var isDone = false
-        private var transform: ColorProfileTransform?
+    final class Build: Sendable {
+        /// Done, and the transform (nil for a profile lcms refused).
+        private let state = Condition<(isDone: Bool, transform: ColorProfileTransform?)>((false, nil))
 
         func finish(_ built: ColorProfileTransform?) {
-            condition.lock()
-            transform = built
-            isDone = true
-            condition.broadcast()
-            condition.unlock()
+            state.update { $0 = (true, built) }
         }
 
         /// `.some(transform)` once the build is done (its transform is nil for a profile lcms
-        /// refused), nil if it is still under way after `milliseconds`.
+        /// refused), nil if it is still under way after `milliseconds`. (The render asks again
+        /// after each wait: its cancellation has no event to wait on here.)
         func wait(milliseconds: Int) -> ColorProfileTransform?? {
-            condition.lock()
-            defer { condition.unlock() }
-            if !isDone { _ = condition.wait(until: Date(timeIntervalSinceNow: Double(milliseconds) / 1000)) }
-            return isDone ? .some(transform) : nil
+            state.wait(until: { $0.isDone }, timeoutSeconds: Double(milliseconds) / 1000) { $0.transform }
         }
     }
 }

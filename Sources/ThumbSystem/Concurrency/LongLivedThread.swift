@@ -42,6 +42,14 @@ package final class LongLivedThread: @unchecked Sendable {
         return LongLivedThread(thread: thread)
     }
 
+    /// Starts `body` on a new thread named `name` that nobody joins: it ends on its own (a one-off
+    /// build the starter may stop waiting for).
+    package static func detach(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+        let thread = try start(name: name, body)
+        thread.joinPhase.update { $0 = 2 }
+        pthread_detach(thread.thread)
+    }
+
     /// Whether the caller is this thread (a part stopped from its own thread cannot wait for it).
     package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
 
