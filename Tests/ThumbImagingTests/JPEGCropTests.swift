@@ -47,19 +47,19 @@ struct JPEGCropTests {
     @Test("the avatar of a 4:3 photo decodes about three quarters of the columns at 1/8")
     func avatarColumns() throws {
         let photo = try ProgressiveFixtures.generated("photo-12mp") // 4000x3000: 500x375 at 1/8
-        let decoder = try JPEGDecoder(source: SourceBytes(photo), limits: ImageLimits())
+        let source = try JPEGRowSource(SourceBytes(photo), limits: ImageLimits(), isCancelled: nil)
         let thumbnailer = Thumbnailer()
-        let (denominator, outputs) = thumbnailer.plan([try Sample.request("contact-avatar@3x")], storedWidth: decoder.storedWidth,
-                                                      storedHeight: decoder.storedHeight, sourceOrientation: decoder.orientation,
+        let (denominator, outputs) = thumbnailer.plan([try Sample.request("contact-avatar@3x")], storedWidth: source.storedWidth,
+                                                      storedHeight: source.storedHeight, sourceOrientation: source.orientation,
                                                       allowsDCT: true)
         #expect(denominator == 8 && outputs[0].boxFactor == 1)
-        let scaled = try decoder.start(scaleDenominator: denominator)
+        let scaled = try source.start(LoadHint(dctDenominator: denominator))
         let shrink = Double(denominator)
         let resampler = RowResampler(sourceWidth: scaled.width, sourceHeight: scaled.height,
                                      region: Lanczos3.Region(outputs[0].geometry, shrinkFactorX: shrink, shrinkFactorY: shrink),
                                      outputWidth: 144, outputHeight: 144)
         let wanted = try #require(Thumbnailer.columnsToDecode(width: scaled.width, sinks: [.resample(resampler)]))
-        let columns = try Thumbnailer.cropColumns(decoder, wanted, width: scaled.width, sinks: [.resample(resampler)])
+        let columns = try Thumbnailer.cropColumns(source, wanted, width: scaled.width, sinks: [.resample(resampler)])
         // The centred 375 columns, their taps and the margin, widened to whole iMCU columns.
         #expect(columns.count < scaled.width * 85 / 100 && columns.count >= 375, "\(columns) of \(scaled.width)")
         #expect(columns.lowerBound <= resampler.columnsRead.lowerBound && columns.upperBound >= resampler.columnsRead.upperBound)

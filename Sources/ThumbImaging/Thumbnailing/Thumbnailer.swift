@@ -128,21 +128,22 @@ package struct Thumbnailer: Sendable {
         guard source.count <= limits.maxFileBytes else {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }
-        let decoded: [DecodedThumbnail]
         let sampler = demand == .skip ? nil : PlaceholderSampler(onlyIfWholeFrame: demand == .ifWholeFrame)
+        let rows: any RowSource
         switch source.format {
         case .jpeg:
-            decoded = try renderJPEG(source, requests: requests, isCancelled: isCancelled, placeholder: sampler)
+            rows = try JPEGRowSource(source, limits: limits, isCancelled: isCancelled)
         case .png:
-            decoded = try renderPNG(source, requests: requests, isCancelled: isCancelled, placeholder: sampler)
+            rows = try PNGRowSource(source, limits: limits, isCancelled: isCancelled)
         case let format?:
             guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {
                 throw .unsupportedFormat(reason: "no loader for \(format.name)")
             }
-            decoded = try renderFrame(loader, requests: requests, isCancelled: isCancelled, placeholder: sampler)
+            rows = FrameRowSource(loader, isCancelled: isCancelled)
         case nil:
             throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF or AVIF (\(source.leadingBytesDescription))")
         }
+        let decoded = try renderRows(rows, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         let images = zip(requests, decoded).map { request, decoded in
             var decoded = decoded
             if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
