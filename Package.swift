@@ -55,8 +55,10 @@ let package = Package(
         .executableTarget(name: "scroll-bench", dependencies: ["ThumbPipeline", "ThumbImaging", "ThumbWorker"],
                           path: "Benchmarks/ScrollSimulation"),
         .executableTarget(name: "crop-bench", dependencies: ["ThumbImaging"], path: "Benchmarks/CropBench"),
-        // What every test target shares: the package and corpus paths, this build's executables, polling.
-        .target(name: "ThumbTestSupport", path: "Tests/TestSupport"),
+        // What every test target shares: the package and corpus paths, this build's executables,
+        // polling, child processes (posix_spawn's closefrom from CThumbWorker), scratch folders, the
+        // corpus manifests.
+        .target(name: "ThumbTestSupport", dependencies: ["CThumbWorker"], path: "Tests/TestSupport"),
         // The sample config's kinds are the imaging tests' kinds (ThumbConfiguration loads it).
         .testTarget(name: "ThumbImagingTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbImaging", "ThumbConfiguration"]),
         .testTarget(name: "ThumbPipelineTests", dependencies: ["ThumbTestSupport", "ThumbSystem", "ThumbPipeline", "ThumbImaging"]),

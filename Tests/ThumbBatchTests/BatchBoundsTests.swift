@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbBatch
 
 /// Issue 8, items 4 and 14 at the batch doors: job lines, spool files and Redis fields are
@@ -76,15 +77,15 @@ import Testing
     }
 
     @Test func aJobsFileWithAHugeAssetNamePrintsShortErrors() throws {
-        let scratch = try Scratch("jobs-huge")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-jobs-huge")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn6a08.png", to: "ok.png", in: assets)
-        let file = scratch.sub("jobs.jsonl")
+        let file = scratch.path("jobs.jsonl")
         let lines = [#"{"asset": "\#(String(repeating: "n", count: 10 << 20)).jpg"}"#,
                      #"{"asset": "\#(String(repeating: "m", count: 5_000)).jpg"}"#,
                      #"{"asset": "ok.png", "kinds": ["large"]}"#]
         try scratch.write(lines.joined(separator: "\n") + "\n", to: file)
-        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache")], scratch: scratch)
+        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache")], scratch: scratch)
         // On 31927a0 the 10 MB name was echoed in every failure line: 84 MB of stderr.
         #expect(result.exitCode == 65, "exit \(String(describing: result.exitCode)) signal \(String(describing: result.signal))")
         #expect(result.stderr.utf8.count < 4_096, "\(result.stderr.utf8.count) bytes of stderr")
@@ -96,12 +97,12 @@ import Testing
     }
 
     @Test func aJobsLineWhoseKindWouldCrashFailsAsMalformed() throws {
-        let scratch = try Scratch("jobs-trap")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-jobs-trap")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn6a08.png", to: "ok.png", in: assets)
-        let file = scratch.sub("jobs.jsonl")
+        let file = scratch.path("jobs.jsonl")
         try scratch.write(#"{"asset": "ok.png", "kinds": ["1e19x1"]}"# + "\n" + #"{"asset": "ok.png", "kinds": ["large"]}"# + "\n", to: file)
-        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache")], scratch: scratch)
+        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache")], scratch: scratch)
         // On 31927a0 the 1e19x1 kind trapped the whole batch (SIGILL).
         #expect(result.exitCode == 65, "exit \(String(describing: result.exitCode)) signal \(String(describing: result.signal))")
         let failures = result.stderr.split(separator: "\n").filter { $0.hasPrefix("thumbd: ") }
@@ -110,13 +111,13 @@ import Testing
     }
 
     @Test func aSpoolJobWhoseKindWouldCrashFailsAsMalformed() throws {
-        let scratch = try Scratch("spool-trap")
-        let (assets, spool) = (scratch.sub("assets"), scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-trap")
+        let (assets, spool) = (scratch.path("assets"), scratch.path("spool"))
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn6a08.png", to: "ok.png", in: assets)
         try SpoolTests.submit(#"{"asset": "ok.png", "kinds": ["1e19x1@4x"]}"#, name: "a-trap.json", spool: spool, scratch: scratch)
         try SpoolTests.submit(#"{"asset": "ok.png", "kinds": ["large"], "scale": 1e17}"#, name: "b-scale.json", spool: spool, scratch: scratch)
         try SpoolTests.submit(#"{"asset": "ok.png", "kinds": ["large"]}"#, name: "c-good.json", spool: spool, scratch: scratch)
-        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache"), "--json"], scratch: scratch)
+        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.path("cache"), "--json"], scratch: scratch)
         #expect(result.exitCode == 65, result.describe)
         #expect(Batch.names(spool + "/done") == ["c-good.json"])
         #expect(Batch.names(spool + "/failed") == ["a-trap.json", "a-trap.json.reason", "b-scale.json", "b-scale.json.reason"])
@@ -125,14 +126,14 @@ import Testing
     }
 
     @Test func aSpoolJobWhoseProcessDiesThreeTimesGoesToFailed() throws {
-        let scratch = try Scratch("spool-loop")
-        let (assets, spool) = (scratch.sub("assets"), scratch.sub("spool"))
-        let photo = try #require(CorpusFile.all.first { $0.set == "large-photos" && $0.status == "OK" })
+        let scratch = try ScratchDirectory("batch-spool-loop")
+        let (assets, spool) = (scratch.path("assets"), scratch.path("spool"))
+        let photo = try #require(try CorpusManifest.jpegAndPNG().first { $0.set == "large-photos" && $0.status == "OK" })
         try scratch.copy(BatchPaths.corpus + "/" + photo.relativePath, to: "big.jpg", in: assets)
         // A slow job (a 12 MP photo at xx-large@4x): each consumer is killed while it holds it,
         // as a renderer crash would.
         try SpoolTests.submit(#"{"asset": "big.jpg", "kinds": ["xx-large"], "scale": 4}"#, name: "loop.json", spool: spool, scratch: scratch)
-        let arguments = ["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache"), "--workers", "1", "--json"]
+        let arguments = ["--spool", spool, "--assets", assets, "--cache", scratch.path("cache"), "--workers", "1", "--json"]
         for death in 1...3 {
             let consumer = try BatchProcess(arguments, scratch: scratch)
             let holding = Batch.waitUntil(consumer) { Batch.names(spool + "/claimed").contains("\(consumer.pid).loop.json") }

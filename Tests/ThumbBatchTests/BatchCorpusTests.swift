@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// `thumbd batch DIR` over part of the corpus: the counts match the manifest, failures carry
 /// reasons, a second run renders nothing; into the cache and into an output tree.
@@ -8,15 +9,15 @@ import Testing
     static let kinds = ["large", "normal", "x-large", "xx-large"]
 
     /// The chosen sets copied into `scratch/assets` (manifest files only).
-    static func assets(_ scratch: Scratch) throws -> [CorpusFile] {
-        let files = CorpusFile.all.filter { sets.contains($0.set) }
+    static func assets(_ scratch: ScratchDirectory) throws -> [CorpusManifest.Row] {
+        let files = try CorpusManifest.jpegAndPNG().filter { sets.contains($0.set) }
         try #require(files.count > 150, "no corpus manifest at \(BatchPaths.corpus)")
-        for file in files { try scratch.copy(BatchPaths.corpus + "/" + file.relativePath, to: file.relativePath, in: scratch.sub("assets")) }
+        for file in files { try scratch.copy(BatchPaths.corpus + "/" + file.relativePath, to: file.relativePath, in: scratch.path("assets")) }
         return files
     }
 
     /// Checks a first run against the manifest; returns the assets that failed.
-    static func checkAgainstManifest(_ result: BatchResult, _ files: [CorpusFile]) throws -> Set<String> {
+    static func checkAgainstManifest(_ result: BatchResult, _ files: [CorpusManifest.Row]) throws -> Set<String> {
         #expect(result.exitCode == 65, "some corpus files are broken: \(result.describeText)")
         let summary = try #require(result.summary, "no JSON summary: \(result.describeText)")
         let failedAssets = Set(summary.failures.map(\.asset))
@@ -50,9 +51,9 @@ import Testing
     }
 
     @Test func cacheModeCountsMatchTheManifestAndASecondRunRendersNothing() throws {
-        let scratch = try Scratch("corpus-cache")
+        let scratch = try ScratchDirectory("batch-corpus-cache")
         let files = try Self.assets(scratch)
-        let arguments = [scratch.sub("assets"), "--cache", scratch.sub("cache"), "--json"]
+        let arguments = [scratch.path("assets"), "--cache", scratch.path("cache"), "--json"]
         let first = try Batch.run(arguments, scratch: scratch)
         _ = try Self.checkAgainstManifest(first, files)
         let summary = try #require(first.summary)
@@ -60,10 +61,10 @@ import Testing
     }
 
     @Test func outputTreeHoldsEveryThumbnailAtItsDocumentedPath() throws {
-        let scratch = try Scratch("corpus-out")
+        let scratch = try ScratchDirectory("batch-corpus-out")
         let files = try Self.assets(scratch)
-        let out = scratch.sub("out")
-        let arguments = [scratch.sub("assets"), "--cache", scratch.sub("cache"), "--out-dir", out, "--json"]
+        let out = scratch.path("out")
+        let arguments = [scratch.path("assets"), "--cache", scratch.path("cache"), "--out-dir", out, "--json"]
         let first = try Batch.run(arguments, scratch: scratch)
         let failed = try Self.checkAgainstManifest(first, files)
         let summary = try #require(first.summary)
@@ -88,15 +89,15 @@ import Testing
     /// to JPEG), so an output named without the source's extension would be shared. The corpus
     /// has such a pair: libjpeg-turbo-testimages/testorig.{jpg,png}.
     @Test func assetsDifferingOnlyInExtensionKeepTheirOwnOutputs() throws {
-        let scratch = try Scratch("same-stem")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-same-stem")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_1.jpg", to: "photo.jpg", in: assets)
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn2c08.png", to: "photo.png", in: assets)
-        let arguments = [assets, "--kinds", "normal", "--cache", scratch.sub("cache"), "--out-dir", scratch.sub("out"), "--json"]
+        let arguments = [assets, "--kinds", "normal", "--cache", scratch.path("cache"), "--out-dir", scratch.path("out"), "--json"]
         let first = try Batch.run(arguments, scratch: scratch)
         #expect(first.exitCode == 0, first.describe)
         #expect(first.summary?.rendered == 2)
-        let tree = Batch.files(under: scratch.sub("out")).visible
+        let tree = Batch.files(under: scratch.path("out")).visible
         #expect(tree.count == 2, "two sources, two thumbnails expected, found \(tree)")
         let second = try Batch.run(arguments, scratch: scratch)
         #expect(second.summary?.rendered == 0, "each run re-renders the pair (last writer's mtime wins): \(second.stdout)")

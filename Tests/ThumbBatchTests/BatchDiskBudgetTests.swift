@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbPipeline
 
 /// Issue 11 item 8: `thumbd batch` ignored `cache.diskBytes` (it built its pipeline without it,
@@ -9,15 +10,15 @@ import ThumbPipeline
     static let budgetBytes = 1 << 20  // the smallest budget the config takes
 
     @Test func aBatchLargerThanTheBudgetLeavesTheCacheWithinIt() throws {
-        let scratch = try Scratch("disk-budget")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-disk-budget")
+        let assets = scratch.path("assets")
         let names = try Batch.copyLargeJPEGs(into: assets, scratch: scratch, count: 12)
-        let config = scratch.sub("thumbd.json")
+        let config = scratch.path("thumbd.json")
         try scratch.write(#"""
             {"kinds": {"x-large": {"width": 512, "height": 512, "mode": "fit"}, "xx-large": {"width": 1024, "height": 1024, "mode": "fit"}},
              "cache": {"diskBytes": \#(Self.budgetBytes)}}
             """#, to: config)
-        let cache = scratch.sub("cache")
+        let cache = scratch.path("cache")
         let result = try Batch.run([assets, "--config", config, "--cache", cache, "--kinds", "x-large,xx-large", "--json"],
                                    scratch: scratch, timeout: 300)
         #expect(result.exitCode == 0, result.describe)

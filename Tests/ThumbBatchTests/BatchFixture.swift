@@ -5,8 +5,8 @@ import ThumbTestSupport
 import Glibc
 #endif
 
-/// Shared fixture for the `thumbd batch` end-to-end tests: the package and corpus paths, temp
-/// folders, running the release binary as a child process, and the `--json` summary.
+/// Shared fixture for the `thumbd batch` end-to-end tests: the package and corpus paths, the
+/// scratch folder's copies, running the release binary as a child process, and the `--json` summary.
 enum BatchPaths {
     static let packageRoot = TestPaths.packageRoot
     static let corpus = TestPaths.corpus
@@ -16,35 +16,8 @@ enum BatchPaths {
     }
 }
 
-/// One row of the corpus `manifest.tsv` (set, file, status; the 12-bit/lossless JPEG note).
-struct CorpusFile: Sendable {
-    var set: String
-    var file: String
-    var status: String
-    var detail: String
-    var relativePath: String { "\(set)/\(file)" }
-    var isHighPrecisionJPEG: Bool { detail.contains("precision 12") || detail.contains("SOF type 0xc3") }
-
-    static let all: [CorpusFile] = {
-        guard let text = try? String(contentsOfFile: BatchPaths.corpus + "/manifest.tsv", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            return cols.count >= 9 ? CorpusFile(set: cols[0], file: cols[1], status: cols[6], detail: cols[8]) : nil
-        }
-    }()
-}
-
-/// A temp folder removed when the value goes away.
-final class Scratch {
-    let path: String
-    init(_ label: String) throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-batch-\(label)-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func sub(_ name: String) -> String { path + "/" + name }
-
+/// A test's scratch folder: corpus copies and text files put in it.
+extension ScratchDirectory {
     /// Copies a corpus file to `folder/relative` (folders created, made writable).
     func copy(_ source: String, to relative: String, in folder: String) throws {
         let destination = folder + "/" + relative
@@ -80,50 +53,32 @@ struct BatchResult: Sendable {
     var describeText: String { "exit \(exitCode.map(String.init) ?? "-") signal \(signal.map(String.init) ?? "-")\nstdout: \(stdout)\nstderr: \(stderr)" }
 }
 
-/// A running `thumbd batch`, its output in files (no pipe to fill up).
+/// A running `thumbd batch`, its output in files of the scratch folder.
 final class BatchProcess {
-    let process = Process()
-    let outPath: String
-    let errPath: String
+    let child: ChildProcess
 
-    /// `environment`: added to this process's own.
-    init(_ arguments: [String], stdin: String? = nil, scratch: Scratch, environment: [String: String] = [:]) throws {
+    /// `stdin`: a file to read; `environment`: added to this process's own.
+    init(_ arguments: [String], stdin: String? = nil, scratch: ScratchDirectory, environment: [String: String] = [:]) throws {
         let id = UUID().uuidString
-        outPath = scratch.sub("stdout-\(id)")
-        errPath = scratch.sub("stderr-\(id)")
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: try BatchPaths.requireThumbd())
-        process.arguments = ["batch"] + arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        process.standardInput = stdin.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
-        try process.run()
+        child = try ChildProcess(try BatchPaths.requireThumbd(), ["batch"] + arguments,
+                                 environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+                                 stdin: stdin.map { .file($0) } ?? .null,
+                                 stdout: .file(scratch.path("stdout-\(id)")), stderr: .file(scratch.path("stderr-\(id)")))
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
-    func kill9() { _ = Glibc.kill(pid, SIGKILL) }
+    var pid: Int32 { child.pid }
+    var isRunning: Bool { child.isRunning }
+    func kill9() { child.signal(SIGKILL) }
 
     /// Waits (killing it after `timeout` seconds) and collects the result.
     func wait(timeout: Double = 60) -> BatchResult {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(5_000) }
-        if process.isRunning { kill9() }
-        process.waitUntilExit()
-        let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-        let signaled = process.terminationReason == .uncaughtSignal
-        return BatchResult(exitCode: signaled ? nil : process.terminationStatus,
-                           signal: signaled ? process.terminationStatus : nil,
-                           stdout: read(outPath), stderr: read(errPath))
+        let result = child.end(within: timeout)
+        return BatchResult(exitCode: result.exitCode, signal: result.signal, stdout: result.stdout, stderr: result.stderr)
     }
 }
 
 enum Batch {
-    static func run(_ arguments: [String], stdin: String? = nil, scratch: Scratch, timeout: Double = 60,
+    static func run(_ arguments: [String], stdin: String? = nil, scratch: ScratchDirectory, timeout: Double = 60,
                     environment: [String: String] = [:]) throws -> BatchResult {
         try BatchProcess(arguments, stdin: stdin, scratch: scratch, environment: environment).wait(timeout: timeout)
     }
@@ -180,9 +135,10 @@ enum Batch {
 
     /// ~40 larger camera JPEGs (large-photos, then the biggest OK exif-samples), copied flat into
     /// `folder` as `NN-name.jpg`; returns their names.
-    static func copyLargeJPEGs(into folder: String, scratch: Scratch, count: Int = 40) throws -> [String] {
-        let large = CorpusFile.all.filter { $0.set == "large-photos" && $0.status == "OK" }
-        let sized = CorpusFile.all.filter { $0.set == "exif-samples" && $0.status == "OK" && $0.file.lowercased().hasSuffix(".jpg") }
+    static func copyLargeJPEGs(into folder: String, scratch: ScratchDirectory, count: Int = 40) throws -> [String] {
+        let rows = try CorpusManifest.jpegAndPNG()
+        let large = rows.filter { $0.set == "large-photos" && $0.status == "OK" }
+        let sized = rows.filter { $0.set == "exif-samples" && $0.status == "OK" && $0.file.lowercased().hasSuffix(".jpg") }
             .map { ($0, (try? FileManager.default.attributesOfItem(atPath: BatchPaths.corpus + "/" + $0.relativePath)[.size] as? Int) ?? 0) }
             .sorted { $0.1 > $1.1 }.map(\.0)
         let chosen = Array((large + sized).prefix(count))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// `thumbd batch --jobs FILE` and `--jobs -`: JSON lines, good ones rendered, a malformed one
 /// reported with its line number.
@@ -15,8 +16,8 @@ import Testing
 
         """
 
-    static func assets(_ scratch: Scratch) throws -> String {
-        let assets = scratch.sub("assets")
+    static func assets(_ scratch: ScratchDirectory) throws -> String {
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_2.jpg", to: "photos/a.jpg", in: assets)
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn6a08.png", to: "icons/b.png", in: assets)
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Portrait_8.jpg", to: "photos/c.jpg", in: assets)
@@ -45,16 +46,16 @@ import Testing
     }
 
     @Test func jobsFileRendersTheGoodLinesAndNamesTheBadLine() throws {
-        let scratch = try Scratch("jobs-file")
+        let scratch = try ScratchDirectory("batch-jobs-file")
         let assets = try Self.assets(scratch)
-        let file = scratch.sub("jobs.jsonl")
+        let file = scratch.path("jobs.jsonl")
         try scratch.write(Self.jobs, to: file)
-        let out = scratch.sub("out")
-        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out, "--json"],
+        let out = scratch.path("out")
+        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out, "--json"],
                                    scratch: scratch)
         try Self.check(result, source: file, out: out)
         // Again: the good lines are up to date, the bad one fails again.
-        let again = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out, "--json"],
+        let again = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out, "--json"],
                                   scratch: scratch)
         #expect(again.exitCode == 65)
         #expect(again.summary?.rendered == 0, again.describe)
@@ -62,17 +63,17 @@ import Testing
     }
 
     @Test func jobsOnStandardInputWithATextSummary() throws {
-        let scratch = try Scratch("jobs-stdin")
+        let scratch = try ScratchDirectory("batch-jobs-stdin")
         let assets = try Self.assets(scratch)
-        let file = scratch.sub("stdin.jsonl")
+        let file = scratch.path("stdin.jsonl")
         try scratch.write(Self.jobs, to: file)
-        let out = scratch.sub("out")
-        let json = try Batch.run(["--jobs", "-", "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out, "--json"],
+        let out = scratch.path("out")
+        let json = try Batch.run(["--jobs", "-", "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out, "--json"],
                                  stdin: file, scratch: scratch)
         try Self.check(json, source: "-", out: out)
 
         // Text mode: the summary line on stdout, the failure on stderr, one line.
-        let text = try Batch.run(["--jobs", "-", "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out],
+        let text = try Batch.run(["--jobs", "-", "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out],
                                  stdin: file, scratch: scratch)
         #expect(text.exitCode == 65, text.describe)
         #expect(text.stdout.hasPrefix("rendered 0, already up to date 8, failed 1, "), "\(text.stdout)")
@@ -83,13 +84,13 @@ import Testing
     }
 
     @Test func noInputsAndBadArgumentsHaveTheirExitCodes() throws {
-        let scratch = try Scratch("jobs-usage")
-        #expect(try Batch.run([scratch.sub("nonexistent")], scratch: scratch).exitCode == 66)
+        let scratch = try ScratchDirectory("batch-jobs-usage")
+        #expect(try Batch.run([scratch.path("nonexistent")], scratch: scratch).exitCode == 66)
         #expect(try Batch.run([scratch.path, "--jobs", "-"], scratch: scratch).exitCode == 64, "two inputs")
-        #expect(try Batch.run([scratch.path, "--kinds", "nosuchkind", "--cache", scratch.sub("cache")], scratch: scratch).exitCode == 64)
-        try scratch.write("{ not json", to: scratch.sub("bad.json"))
-        #expect(try Batch.run(["--config", scratch.sub("bad.json"), scratch.path], scratch: scratch).exitCode == 78)
-        let empty = try Batch.run([scratch.path, "--cache", scratch.sub("cache"), "--json"], scratch: scratch)
+        #expect(try Batch.run([scratch.path, "--kinds", "nosuchkind", "--cache", scratch.path("cache")], scratch: scratch).exitCode == 64)
+        try scratch.write("{ not json", to: scratch.path("bad.json"))
+        #expect(try Batch.run(["--config", scratch.path("bad.json"), scratch.path], scratch: scratch).exitCode == 78)
+        let empty = try Batch.run([scratch.path, "--cache", scratch.path("cache"), "--json"], scratch: scratch)
         #expect(empty.exitCode == 0, empty.describe)
         #expect(empty.summary?.rendered == 0)
     }
@@ -99,9 +100,9 @@ import Testing
 /// included (a batch is off every request's path); a bad format fails its job, naming it.
 @Suite struct BatchFormatTests {
     @Test func jobsNameTheirOutputFormat() throws {
-        let scratch = try Scratch("jobs-format")
+        let scratch = try ScratchDirectory("batch-jobs-format")
         let assets = try BatchJobsFileTests.assets(scratch)
-        let file = scratch.sub("jobs.jsonl")
+        let file = scratch.path("jobs.jsonl")
         try scratch.write("""
             {"asset": "photos/a.jpg", "kinds": ["large"], "format": "webp"}
             {"asset": "icons/b.png", "kinds": ["large"], "format": "avif"}
@@ -109,8 +110,8 @@ import Testing
             {"asset": "photos/d.jpg", "kinds": ["large"], "format": "tiff"}
 
             """, to: file)
-        let out = scratch.sub("out")
-        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out,
+        let out = scratch.path("out")
+        let result = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out,
                                     "--format", "png", "--json"], scratch: scratch)
         #expect(result.exitCode == 65, result.describe)
         let summary = try #require(result.summary, result.describe)
@@ -120,7 +121,7 @@ import Testing
         #expect(tree == ["large@1x/icons/b.png.avif", "large@1x/photos/a.jpg.webp", "large@1x/photos/c.jpg.png"], "\(tree)")
         for path in tree { #expect(Batch.isCompleteImage(out + "/" + path), "bad output \(path)") }
         // Up to date in the format asked for, not in another.
-        let again = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out,
+        let again = try Batch.run(["--jobs", file, "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out,
                                    "--format", "png", "--json"], scratch: scratch)
         #expect(again.summary?.rendered == 0 && again.summary?.upToDate == 3, again.describe)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// `thumbd batch DIR --out-dir OUT` killed with SIGKILL mid-run: no partial outputs, and a rerun
 /// finishes exactly the rest ("idempotent and resumable").
@@ -7,12 +8,12 @@ import Testing
     static let kinds = 4 // normal, large, x-large, xx-large at @1x
 
     @Test func killedRunLeavesOnlyWholeOutputsAndARerunFinishesTheRest() throws {
-        let scratch = try Scratch("resume")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-resume")
+        let assets = scratch.path("assets")
         let names = try Batch.copyLargeJPEGs(into: assets, scratch: scratch)
         let expected = names.count * Self.kinds
-        let out = scratch.sub("out")
-        let arguments = [assets, "--out-dir", out, "--cache", scratch.sub("cache"), "--workers", "1", "--json"]
+        let out = scratch.path("out")
+        let arguments = [assets, "--out-dir", out, "--cache", scratch.path("cache"), "--workers", "1", "--json"]
 
         // Run 1: SIGKILL once a few outputs are in place (well before the end).
         let first = try BatchProcess(arguments, scratch: scratch)
@@ -67,8 +68,8 @@ import Testing
     /// must not be taken for assets (like the cache folder, which is excluded) — else every run
     /// thumbnails the previous run's thumbnails, one level deeper each time.
     @Test func anOutputTreeInsideTheAssetFolderIsNotAnInput() throws {
-        let scratch = try Scratch("out-inside")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-out-inside")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_1.jpg", to: "one.jpg", in: assets)
         let arguments = [assets, "--kinds", "normal", "--out-dir", assets + "/thumbs", "--cache", assets + "/.cache", "--json"]
         let first = try Batch.run(arguments, scratch: scratch)
@@ -81,18 +82,18 @@ import Testing
 
     /// The up-to-date check is the source's mtime: touching a source renders its thumbnails again.
     @Test func aChangedSourceIsRenderedAgain() throws {
-        let scratch = try Scratch("touch")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-touch")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_3.jpg", to: "a/one.jpg", in: assets)
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Portrait_5.jpg", to: "b/two.jpg", in: assets)
-        let arguments = [assets, "--kinds", "normal,large", "--out-dir", scratch.sub("out"), "--cache", scratch.sub("cache"), "--json"]
+        let arguments = [assets, "--kinds", "normal,large", "--out-dir", scratch.path("out"), "--cache", scratch.path("cache"), "--json"]
         #expect(try Batch.run(arguments, scratch: scratch).summary?.rendered == 4)
         let later = Date().addingTimeInterval(5)
         try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: assets + "/a/one.jpg")
         let again = try Batch.run(arguments, scratch: scratch)
         #expect(again.summary?.rendered == 2, again.describe)
         #expect(again.summary?.upToDate == 2, again.describe)
-        let output = try FileManager.default.attributesOfItem(atPath: scratch.sub("out") + "/normal@1x/a/one.jpg.jpg")
+        let output = try FileManager.default.attributesOfItem(atPath: scratch.path("out") + "/normal@1x/a/one.jpg.jpg")
         #expect((output[.modificationDate] as? Date).map { abs($0.timeIntervalSince(later)) < 0.01 } == true,
                 "the output's mtime is the source's")
     }

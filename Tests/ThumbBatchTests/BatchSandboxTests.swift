@@ -10,11 +10,11 @@ import ThumbTestSupport
     }
 
     @Test func aWorkerCrashFailsItsFileOnlyAndIsRemembered() throws {
-        let scratch = try Scratch("sandbox")
-        let assets = scratch.sub("assets")
+        let scratch = try ScratchDirectory("batch-sandbox")
+        let assets = scratch.path("assets")
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_2.jpg", to: "good.jpg", in: assets)
         try scratch.write("THUMBD-FAULT:trap\n", to: assets + "/crash.jpg")
-        let arguments = [assets, "--kinds", "large,normal", "--cache", scratch.sub("cache"), "--out-dir", scratch.sub("out"), "--json"]
+        let arguments = [assets, "--kinds", "large,normal", "--cache", scratch.path("cache"), "--out-dir", scratch.path("out"), "--json"]
         let environment = ["THUMBD_WORKER_EXECUTABLE": try Self.testWorker()]
         let first = try Batch.run(arguments, scratch: scratch, environment: environment)
         let summary = try #require(first.summary, first.describe)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +13,7 @@ import Glibc
         let redis = try RedisFixture()
         let assets = redis.scratch.appendingPathComponent("assets")
         try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
-        let photo = try #require(CorpusFile.all.first { $0.set == "large-photos" && $0.status == "OK" })
+        let photo = try #require(try CorpusManifest.jpegAndPNG().first { $0.set == "large-photos" && $0.status == "OK" })
         try FileManager.default.copyItem(atPath: BatchPaths.corpus + "/" + photo.relativePath, toPath: assets.path + "/big.jpg")
         // A slow job (a 12 MP photo at xx-large@4x): each consumer is killed while it renders it.
         let id = try redis.cli("XADD", "s", "*", "job", #"{"asset": "big.jpg", "kinds": ["xx-large"], "scale": 4}"#)
@@ -23,16 +24,16 @@ import Glibc
             let name = RedisQueueTests.consumerName(consumer.pid)
             let deadline = Date().addingTimeInterval(20)
             var holding = false
-            while Date() < deadline && consumer.process.isRunning && !holding {
+            while Date() < deadline && consumer.isRunning && !holding {
                 holding = ((try? redis.pendingDetails("s")) ?? []).contains { $0.id == id && $0.consumer == name }
                 if !holding { usleep(5_000) }
             }
-            try #require(holding && consumer.process.isRunning, "delivery \(delivery): the consumer never held the job: \(consumer.stderr)")
-            consumer.killHard()
+            try #require(holding && consumer.isRunning, "delivery \(delivery): the consumer never held the job: \(consumer.stderr)")
+            consumer.kill()
             usleep(200_000) // past claim-idle-ms: the next consumer may take it over
         }
         let last = try redis.start(arguments)
-        #expect(last.wait(timeout: 30) == 65, "stderr: \(last.stderr)")
+        #expect(last.end(within: 30).exitCode == 65, "stderr: \(last.stderr)")
         let dead = try redis.entries("s:dead")
         #expect(dead.count == 1 && dead.first?["id"] == id, "\(dead)")
         #expect(dead.first?["reason"]?.contains("delivered 3 times") == true, "\(dead)")

@@ -4,57 +4,6 @@ import ThumbTestSupport
 import Glibc
 #endif
 
-typealias RedisFixtureError = TestFailure
-
-/// A child process whose output goes to files (no pipe can fill up and stall it).
-final class ChildProcess {
-    let process = Process()
-    let outURL: URL
-    let errURL: URL
-
-    init(_ executable: String, _ arguments: [String], in directory: URL, stdin: String? = nil) throws {
-        let tag = UUID().uuidString
-        outURL = directory.appendingPathComponent("\(tag).out")
-        errURL = directory.appendingPathComponent("\(tag).err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
-        if let stdin {
-            let inURL = directory.appendingPathComponent("\(tag).in")
-            try Data(stdin.utf8).write(to: inURL)
-            process.standardInput = try FileHandle(forReadingFrom: inURL)
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        try process.run()
-    }
-
-    var pid: Int32 { process.processIdentifier }
-    var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
-
-    /// Waits at most `timeout` seconds (then SIGKILLs); nil when it had to be killed.
-    @discardableResult
-    func wait(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        return process.terminationStatus
-    }
-
-    func killHard() {
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
-    }
-}
-
 /// A private `redis-server` on a free 127.0.0.1 port, with a scratch folder; the server and
 /// every child started through the fixture are SIGKILLed when it goes away, pass or fail.
 final class RedisFixture {
@@ -62,7 +11,8 @@ final class RedisFixture {
     /// Checked by `init`, which fails the test when it is missing.
     static let thumbd = (try? TestPaths.builtExecutable("thumbd")) ?? ""
 
-    let scratch: URL
+    private let scratchDirectory: ScratchDirectory
+    var scratch: URL { scratchDirectory.url }
     let port: Int
     let cliPath: String
     private var children: [ChildProcess] = []
@@ -70,15 +20,15 @@ final class RedisFixture {
 
     init(startServer: Bool = true) throws {
         _ = try TestPaths.builtExecutable("thumbd")
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-redis-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let folder = try ScratchDirectory("redis")
+        scratchDirectory = folder
         cliPath = Self.which("redis-cli") ?? "/usr/bin/redis-cli"
         guard startServer else {
             port = try Self.freePort()
             return
         }
         guard let serverPath = Self.which("redis-server"), Self.which("redis-cli") != nil else {
-            throw RedisFixtureError("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
+            throw TestFailure("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
         }
         // A port found free may be taken by a concurrent test before redis binds it: then another.
         var attempt = 0
@@ -86,7 +36,7 @@ final class RedisFixture {
             attempt += 1
             let port = try Self.freePort()
             let server = try ChildProcess(serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                                       "--dir", scratch.path], in: scratch)
+                                                       "--dir", folder.path], stdout: .captured, stderr: .captured)
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
                 if (try? Self.cli(cliPath, port: port, ["PING"])) == "PONG" {
@@ -94,21 +44,21 @@ final class RedisFixture {
                     self.server = server
                     return
                 }
-                guard server.process.isRunning else { break }
+                guard server.isRunning else { break }
                 usleep(50_000)
             }
-            server.killHard()
+            server.kill()
             let output = server.stdout + server.stderr
             guard attempt < 5, output.contains("Address already in use") else {
-                throw RedisFixtureError("redis-server on port \(port) did not answer PING: \(output)")
+                throw TestFailure("redis-server on port \(port) did not answer PING: \(output)")
             }
         }
     }
 
     deinit {
-        for child in children { child.killHard() }
-        server?.killHard()
-        try? FileManager.default.removeItem(at: scratch)
+        for child in children { child.kill() }
+        server?.kill()
+        scratchDirectory.remove()
     }
 
     static func which(_ name: String) -> String? {
@@ -118,7 +68,7 @@ final class RedisFixture {
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RedisFixtureError("socket: errno \(errno)") }
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -130,13 +80,13 @@ final class RedisFixture {
                 bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
             }
         }
-        guard bound else { throw RedisFixtureError("bind: errno \(errno)") }
+        guard bound else { throw TestFailure("bind: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// A thumbd (or any) child, killed with the fixture if still running.
     func start(_ arguments: [String], executable: String = RedisFixture.thumbd, stdin: String? = nil) throws -> ChildProcess {
-        let child = try ChildProcess(executable, arguments, in: scratch, stdin: stdin)
+        let child = try ChildProcess(executable, arguments, stdin: stdin.map { .text($0) } ?? .null, stdout: .captured, stderr: .captured)
         children.append(child)
         return child
     }
@@ -144,14 +94,13 @@ final class RedisFixture {
     /// `redis-cli` text output, trailing newline removed; lines of commands may be fed on stdin.
     @discardableResult
     func cli(_ arguments: String..., stdin: String? = nil) throws -> String {
-        try Self.cli(cliPath, port: port, arguments, stdin: stdin, in: scratch)
+        try Self.cli(cliPath, port: port, arguments, stdin: stdin)
     }
 
     /// `redis-cli -p PORT ARGUMENTS`, its output without the trailing newlines.
-    static func cli(_ cliPath: String, port: Int, _ arguments: [String], stdin: String? = nil,
-                    in folder: URL = FileManager.default.temporaryDirectory) throws -> String {
-        let child = try ChildProcess(cliPath, ["-p", "\(port)"] + arguments, in: folder, stdin: stdin)
-        guard child.wait(timeout: 20) == 0 else { throw RedisFixtureError("redis-cli \(arguments): \(child.stderr)") }
+    static func cli(_ cliPath: String, port: Int, _ arguments: [String], stdin: String? = nil) throws -> String {
+        let child = try ChildProcess.run(cliPath, ["-p", "\(port)"] + arguments, stdin: stdin.map { .text($0) } ?? .null, timeout: 20)
+        guard child.exitCode == 0 else { throw TestFailure("redis-cli \(arguments): \(child.summary)") }
         var text = child.stdout
         while text.hasSuffix("\n") { text.removeLast() }
         return text
@@ -159,10 +108,10 @@ final class RedisFixture {
 
     /// `redis-cli --json` output, parsed.
     func json(_ arguments: String...) throws -> Any {
-        let child = try ChildProcess(cliPath, ["-p", "\(port)", "--json"] + arguments, in: scratch)
-        guard child.wait(timeout: 20) == 0 else { throw RedisFixtureError("redis-cli \(arguments): \(child.stderr)") }
+        let child = try ChildProcess.run(cliPath, ["-p", "\(port)", "--json"] + arguments, timeout: 20)
+        guard child.exitCode == 0 else { throw TestFailure("redis-cli \(arguments): \(child.summary)") }
         guard let value = try? JSONSerialization.jsonObject(with: Data(child.stdout.utf8), options: .fragmentsAllowed) else {
-            throw RedisFixtureError("redis-cli \(arguments): not JSON: \(child.stdout)")
+            throw TestFailure("redis-cli \(arguments): not JSON: \(child.stdout)")
         }
         return value
     }

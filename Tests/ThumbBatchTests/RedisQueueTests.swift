@@ -13,9 +13,7 @@ import Glibc
 
     /// The pngsuite files the corpus manifest says decode cleanly.
     static func validPNGSuite() throws -> [String] {
-        let manifest = try String(contentsOf: corpus.appendingPathComponent("manifest.tsv"), encoding: .utf8)
-        let rows: [[Substring]] = manifest.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
-        return rows.filter { row in row.count > 6 && row[0] == "pngsuite" && row[6] == "OK" }.map { row in String(row[1]) }
+        try CorpusManifest.jpegAndPNG().filter { $0.set == "pngsuite" && $0.status == "OK" }.map(\.file)
     }
 
     static func copyAssets(_ names: [String], into folder: URL) throws {
@@ -63,14 +61,14 @@ import Glibc
         let survivor = try consume(redis, query, assets: assets, cache: "cache-b")
         // SIGKILL the victim once some jobs are acknowledged, while it holds others.
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, victim.process.isRunning, (Int(try redis.cli("XLEN", "s:results")) ?? 0) < 80 { usleep(5_000) }
-        try #require(victim.process.isRunning, "the victim finished before it could be killed: \(victim.stderr)")
-        victim.killHard()
+        while Date() < deadline, victim.isRunning, (Int(try redis.cli("XLEN", "s:results")) ?? 0) < 80 { usleep(5_000) }
+        try #require(victim.isRunning, "the victim finished before it could be killed: \(victim.stderr)")
+        victim.kill()
         let victimName = Self.consumerName(victim.pid), survivorName = Self.consumerName(survivor.pid)
         let orphaned = try redis.pendingDetails("s").filter { $0.consumer == victimName }.map(\.id)
         #expect(!orphaned.isEmpty, "the victim held no job when killed: nothing to take over")
 
-        let status = survivor.wait(timeout: 60)
+        let status = survivor.end(within: 60).exitCode
         #expect(status == 65, "survivor exit \(String(describing: status)): \(survivor.stderr.suffix(500))")
         let summary = try JSONSerialization.jsonObject(with: Data(survivor.stdout.utf8)) as? [String: Any]
         let failedAssets = Set((summary?["failures"] as? [[String: Any]] ?? []).compactMap { $0["asset"] as? String })
@@ -118,7 +116,7 @@ import Glibc
         var held: [String] = []
         let deadline = Date().addingTimeInterval(30)
         // Freeze it once it has finished some jobs and holds others.
-        while Date() < deadline, sleeper.process.isRunning {
+        while Date() < deadline, sleeper.isRunning {
             kill(sleeper.pid, SIGSTOP)
             if (Int(try redis.cli("XLEN", "s:results")) ?? 0) >= 10 {
                 held = try redis.pendingDetails("s").filter { $0.consumer == sleeperName }.map(\.id)
@@ -127,11 +125,11 @@ import Glibc
             kill(sleeper.pid, SIGCONT)
             usleep(3_000)
         }
-        try #require(!held.isEmpty && sleeper.process.isRunning, "could not freeze the consumer with jobs in hand")
+        try #require(!held.isEmpty && sleeper.isRunning, "could not freeze the consumer with jobs in hand")
         let taker = try consume(redis, "?claim-idle-ms=300", assets: assets, cache: "cache-b")
-        #expect(taker.wait(timeout: 30) == 0, "taker: \(taker.stderr.suffix(300))")
+        #expect(taker.end(within: 30).exitCode == 0, "taker: \(taker.stderr.suffix(300))")
         kill(sleeper.pid, SIGCONT)
-        #expect(sleeper.wait(timeout: 30) != nil, "the woken consumer did not exit")
+        #expect(!sleeper.end(within: 30).timedOut, "the woken consumer did not exit")
         let results = try redis.entries("s:results")
         var perID: [String: [String]] = [:]
         for result in results { perID[result["id"] ?? "?", default: []].append(result["consumer"] ?? "?") }
@@ -154,7 +152,7 @@ import Glibc
         let goodFields = try redis.cli("XADD", "s", "*", "asset", "basn0g08.png", "kinds", "large,normal", "scale", "2")
 
         let consumer = try consume(redis, "?claim-idle-ms=200", assets: assets, cache: "cache")
-        #expect(consumer.wait(timeout: 30) == 65, "stderr: \(consumer.stderr)")
+        #expect(consumer.end(within: 30).exitCode == 65, "stderr: \(consumer.stderr)")
         let dead = Dictionary(try redis.entries("s:dead").map { ($0["id"] ?? "?", $0) }, uniquingKeysWith: { first, _ in first })
         #expect(Set(dead.keys) == [notJSON, noAsset, unknownKey, missingFile])
         #expect(dead[notJSON]?["reason"]?.contains("not a JSON object") == true, "\(dead[notJSON] ?? [:])")
@@ -179,7 +177,7 @@ import Glibc
         let bad = try redis.cli("XADD", "s", "*", "asset", "basn2c08.png", field, value)
         let good = try redis.cli("XADD", "s", "*", "asset", "basn0g08.png")
         let consumer = try consume(redis, "?claim-idle-ms=200", assets: assets, cache: "cache")
-        #expect(consumer.wait(timeout: 30) == 65, "\(field)=\(value): exit status; stdout \(consumer.stdout)")
+        #expect(consumer.end(within: 30).exitCode == 65, "\(field)=\(value): exit status; stdout \(consumer.stdout)")
         #expect(try redis.entries("s:dead").compactMap { $0["id"] } == [bad], "\(field)=\(value) not dead-lettered")
         let results = try redis.entries("s:results")
         #expect(results.first { $0["id"] == good }?["status"] == "rendered")
@@ -197,7 +195,7 @@ import Glibc
         let job = try redis.cli("XADD", "s", "*", "asset", "basn2c08.png")
         let consumer = try redis.start(["batch", "--queue", "redis://127.0.0.1:\(redis.port)/s", "--assets", assets.path,
                                         "--cache", redis.scratch.path + "/c", "--kinds", kinds, "--json"])
-        let status = consumer.wait(timeout: 20)
+        let status = consumer.end(within: 20).exitCode
         let results = try redis.entries("s:results").count, pending = (try? redis.pendingDetails("s")) ?? []
         #expect(status == 64, "--kinds '\(kinds)': exit \(String(describing: status)), \(results) results, pending \(pending) (job \(job))")
         #expect(pending.isEmpty, "--kinds '\(kinds)': job left pending with no result: \(pending)")
@@ -217,7 +215,7 @@ import Glibc
         try #require(before.count == 1 && before[0].id == killer && before[0].deliveries == 4, "\(before)")
 
         let consumer = try consume(redis, "?max-deliveries=2&claim-idle-ms=100", assets: assets, cache: "cache")
-        #expect(consumer.wait(timeout: 30) == 65, "stderr: \(consumer.stderr)")
+        #expect(consumer.end(within: 30).exitCode == 65, "stderr: \(consumer.stderr)")
         let dead = try redis.entries("s:dead")
         #expect(dead.count == 1 && dead.first?["id"] == killer, "\(dead)")
         let reason = dead.first?["reason"] ?? ""
@@ -237,13 +235,13 @@ import Glibc
         for url in ["redis://x", "redis://127.0.0.1:6379/", "http://127.0.0.1/s", "redis://127.0.0.1/s?claim-idle-ms=0",
                     "redis://127.0.0.1/s?max-deliveries=x", "redis://127.0.0.1/s?colour=red"] {
             let child = try fixture.start(["batch", "--queue", url, "--assets", assets.path, "--cache", fixture.scratch.path + "/c"])
-            #expect(child.wait(timeout: 20) == 64, "\(url): \(child.stderr)")
+            #expect(child.end(within: 20).exitCode == 64, "\(url): \(child.stderr)")
             #expect(child.stderr.contains("--queue must be redis://"), "\(url): \(child.stderr)")
         }
         // Nothing listens on the fixture's port (no server was started).
         let child = try fixture.start(["batch", "--queue", "redis://127.0.0.1:\(fixture.port)/s", "--assets", assets.path,
                                        "--cache", fixture.scratch.path + "/c"])
-        #expect(child.wait(timeout: 20) == 69, "stderr: \(child.stderr)")
+        #expect(child.end(within: 20).exitCode == 69, "stderr: \(child.stderr)")
         #expect(child.stderr.contains("127.0.0.1:\(fixture.port)") && child.stderr.lowercased().contains("refused"), "\(child.stderr)")
     }
 }

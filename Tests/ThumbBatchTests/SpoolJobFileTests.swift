@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 @testable import ThumbBatch
 #if canImport(Glibc)
 import Glibc
@@ -29,8 +30,8 @@ import Glibc
     }
 
     @Test func aSparseGiantIsRefusedFromItsFirstBytesPastTheLimit() throws {
-        let scratch = try Scratch("spool-sparse")
-        let spool = try SpoolFolder(root: scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-sparse")
+        let spool = try SpoolFolder(root: scratch.path("spool"))
         let path = spool.root + "/incoming/giant.json"
         #expect(FileManager.default.createFile(atPath: path, contents: Data("{\"asset\": \"a.jpg\"}".utf8)))
         // 1 GiB by its size, nearly all a hole: reading it whole took the daemon past 1 GB RSS.
@@ -41,21 +42,21 @@ import Glibc
     }
 
     @Test func aSymlinkIsNotFollowedAndNothingOfItsTargetIsEchoed() throws {
-        let scratch = try Scratch("spool-symlink")
-        let spool = try SpoolFolder(root: scratch.sub("spool"))
-        try scratch.write(#"{"private-key-name": "secret"}"#, to: scratch.sub("outside/job.json"))
+        let scratch = try ScratchDirectory("batch-spool-symlink")
+        let spool = try SpoolFolder(root: scratch.path("spool"))
+        try scratch.write(#"{"private-key-name": "secret"}"#, to: scratch.path("outside/job.json"))
         #expect(symlink("../../outside/job.json", spool.root + "/incoming/x.json") == 0)
         let reason = try #require(Self.malformedReason(Self.claim(spool)))
         #expect(reason.contains("symbolic link"), "\(reason)")
         let written = try String(contentsOfFile: spool.root + "/failed/x.json.reason", encoding: .utf8)
         #expect(!written.contains("private-key-name"), "\(written)")
         // The target is untouched.
-        #expect(try String(contentsOfFile: scratch.sub("outside/job.json"), encoding: .utf8).contains("secret"))
+        #expect(try String(contentsOfFile: scratch.path("outside/job.json"), encoding: .utf8).contains("secret"))
     }
 
     @Test func aFIFOIsRefusedWithoutBlocking() throws {
-        let scratch = try Scratch("spool-fifo")
-        let spool = try SpoolFolder(root: scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-fifo")
+        let spool = try SpoolFolder(root: scratch.path("spool"))
         #expect(mkfifo(spool.root + "/incoming/pipe.json", 0o600) == 0)
         let claim = Self.claim(spool)
         let reason = try #require(Self.malformedReason(claim), "the claim blocked on the FIFO or read it as a job")
@@ -63,8 +64,8 @@ import Glibc
     }
 
     @Test func aJobAtTheLimitIsStillRead() throws {
-        let scratch = try Scratch("spool-limit")
-        let spool = try SpoolFolder(root: scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-limit")
+        let spool = try SpoolFolder(root: scratch.path("spool"))
         let job = #"{"asset": "a.jpg"}"#
         let padded = job + String(repeating: " ", count: BatchJob.maxJobBytes - job.utf8.count)
         try scratch.write(padded, to: spool.root + "/incoming/edge.json")

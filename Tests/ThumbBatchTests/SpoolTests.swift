@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +8,7 @@ import Glibc
 /// `thumbd batch --spool DIR`: malformed job files, two consumers on one spool, abandoned claims.
 @Suite struct SpoolTests {
     /// Writes a job file into incoming/ the way a producer does: temporary name, then rename.
-    static func submit(_ text: String, name: String, spool: String, scratch: Scratch) throws {
+    static func submit(_ text: String, name: String, spool: String, scratch: ScratchDirectory) throws {
         let temporary = spool + "/incoming/." + name + ".tmp"
         try scratch.write(text, to: temporary)
         try FileManager.default.moveItem(atPath: temporary, toPath: spool + "/incoming/" + name)
@@ -23,8 +24,8 @@ import Glibc
     }
 
     @Test func malformedJobFilesGoToFailedWithAReasonAndTheQueueGoesOn() throws {
-        let scratch = try Scratch("spool-malformed")
-        let (assets, spool) = (scratch.sub("assets"), scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-malformed")
+        let (assets, spool) = (scratch.path("assets"), scratch.path("spool"))
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_1.jpg", to: "good1.jpg", in: assets)
         try scratch.copy(BatchPaths.corpus + "/pngsuite/basn6a08.png", to: "good2.png", in: assets)
         // Claimed in name order: the malformed ones come first.
@@ -36,7 +37,7 @@ import Glibc
         try Self.submit(Self.job("good1.jpg"), name: "f-good.json", spool: spool, scratch: scratch)
         try Self.submit(Self.job("good2.png", kinds: ["large"]), name: "g-good.json", spool: spool, scratch: scratch)
 
-        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache"),
+        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.path("cache"),
                                     "--kinds", "normal,large", "--json"], scratch: scratch)
         #expect(result.exitCode == 65, result.describe)
         let summary = try #require(result.summary, result.describe)
@@ -60,8 +61,8 @@ import Glibc
     }
 
     @Test func twoConsumersStartedTogetherRenderEachJobOnce() throws {
-        let scratch = try Scratch("spool-two")
-        let (assets, spool) = (scratch.sub("assets"), scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-two")
+        let (assets, spool) = (scratch.path("assets"), scratch.path("spool"))
         let jobs = 60, kinds = 2
         for index in 0..<jobs {
             let source = ["exif-orientation/Landscape_1.jpg", "exif-orientation/Portrait_6.jpg", "pngsuite/basn6a08.png"][index % 3]
@@ -71,7 +72,7 @@ import Glibc
         }
         // Separate caches and output trees: a job done by both would be rendered twice.
         let consumers = try ["a", "b"].map { id in
-            try BatchProcess(["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache-" + id), "--out-dir", scratch.sub("out-" + id),
+            try BatchProcess(["--spool", spool, "--assets", assets, "--cache", scratch.path("cache-" + id), "--out-dir", scratch.path("out-" + id),
                               "--kinds", "normal,large", "--workers", "1", "--json"], scratch: scratch)
         }
         let results = consumers.map { $0.wait() }
@@ -81,27 +82,23 @@ import Glibc
         #expect(summaries.map(\.upToDate).reduce(0, +) == 0)
         #expect(Batch.names(spool + "/done") == (0..<jobs).map { String(format: "job-%02d.json", $0) })
         for folder in ["incoming", "claimed", "failed"] { #expect(Batch.names(spool + "/" + folder).isEmpty, "\(folder) not empty") }
-        let trees = ["a", "b"].map { Set(Batch.files(under: scratch.sub("out-" + $0)).visible) }
+        let trees = ["a", "b"].map { Set(Batch.files(under: scratch.path("out-" + $0)).visible) }
         #expect(trees[0].isDisjoint(with: trees[1]), "rendered by both: \(trees[0].intersection(trees[1]).sorted())")
         #expect(trees[0].count + trees[1].count == jobs * kinds)
         print("note: consumer a rendered \(summaries[0].rendered), b rendered \(summaries[1].rendered)")
     }
 
     @Test func aClaimOfADeadProcessIsTakenUpAgain() throws {
-        let scratch = try Scratch("spool-dead")
-        let (assets, spool) = (scratch.sub("assets"), scratch.sub("spool"))
+        let scratch = try ScratchDirectory("batch-spool-dead")
+        let (assets, spool) = (scratch.path("assets"), scratch.path("spool"))
         try scratch.copy(BatchPaths.corpus + "/exif-orientation/Landscape_1.jpg", to: "x.jpg", in: assets)
         // A pid that is certainly not running: a finished child's.
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/bin/true")
-        try child.run()
-        child.waitUntilExit()
-        let deadPID = child.processIdentifier
+        let deadPID = try ChildProcess.run("/bin/true", []).pid
         #expect(kill(deadPID, 0) != 0)
         try scratch.write(Self.job("x.jpg"), to: spool + "/claimed/\(deadPID).orphan.json")
         try scratch.write(Self.job("x.jpg", kinds: ["large"]), to: spool + "/incoming/fresh.json")
 
-        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache"), "--kinds", "normal", "--json"],
+        let result = try Batch.run(["--spool", spool, "--assets", assets, "--cache", scratch.path("cache"), "--kinds", "normal", "--json"],
                                    scratch: scratch)
         #expect(result.exitCode == 0, result.describe)
         #expect(result.stderr.contains("took up 1 job"), "\(result.stderr)")
@@ -112,11 +109,11 @@ import Glibc
     }
 
     @Test func aConsumerKilledMidRunIsFinishedByTheNextOne() throws {
-        let scratch = try Scratch("spool-kill")
-        let (assets, spool, out) = (scratch.sub("assets"), scratch.sub("spool"), scratch.sub("out"))
+        let scratch = try ScratchDirectory("batch-spool-kill")
+        let (assets, spool, out) = (scratch.path("assets"), scratch.path("spool"), scratch.path("out"))
         let names = try Batch.copyLargeJPEGs(into: assets, scratch: scratch)
         for name in names { try Self.submit(Self.job(name), name: (name as NSString).deletingPathExtension + ".json", spool: spool, scratch: scratch) }
-        let arguments = ["--spool", spool, "--assets", assets, "--cache", scratch.sub("cache"), "--out-dir", out, "--workers", "1", "--json"]
+        let arguments = ["--spool", spool, "--assets", assets, "--cache", scratch.path("cache"), "--out-dir", out, "--workers", "1", "--json"]
 
         let first = try BatchProcess(arguments, scratch: scratch)
         let reached = Batch.waitUntil(first) { Batch.names(spool + "/done").count >= 3 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// The generated set of proof 2 (issue 12): subjects with real detail (patches of the corpus's
@@ -22,7 +23,7 @@ struct AttentionCropSet {
     static let insideFraction = 0.9
 
     let samples: [Sample]
-    let directory: URL
+    let scratch: ScratchDirectory
 
     /// Photos the subjects are cut from (and blurred backgrounds made of), about 900 px a side.
     static func photos() throws -> [PixelBuffer] {
@@ -38,9 +39,7 @@ struct AttentionCropSet {
     }
 
     init(count: Int) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attention-set-\(UUID().uuidString)")
-        try? FileManager.default.removeItem(at: directory)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        scratch = try ScratchDirectory("attention-set")
         let photos = try Self.photos()
         var random = SeededRandom(seed: 12)
         var samples: [Sample] = []
@@ -77,14 +76,14 @@ struct AttentionCropSet {
             var settings = EncoderSettings()
             settings.jpegQuality = 90
             let bytes = try ImageEncoder.encode(image, as: .jpeg, settings: settings)
-            let path = directory.appendingPathComponent(String(format: "subject-%03d.jpg", index)).path
+            let path = scratch.path(String(format: "subject-%03d.jpg", index))
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             samples.append(Sample(path: path, width: width, height: height, subject: subject))
         }
         self.samples = samples
     }
 
-    func remove() { try? FileManager.default.removeItem(at: directory) }
+    func remove() { scratch.remove() }
 
     /// The crop a square fill takes of a `width` × `height` source: the short side, centred.
     static func centredCrop(width: Int, height: Int) -> CropRectangle {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// Proof 2 of issue 12: on 200 generated images (`AttentionCropSet`), the built-in contact-avatar
@@ -55,13 +56,9 @@ struct AttentionCropTests {
     /// same scale (by us, fit to vips' own resized size), along the free axis, and the best
     /// offset taken (smallest mean absolute difference).
     static func vipsCrops(_ set: AttentionCropSet) throws -> [CropRectangle] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: vips)
-        process.arguments = ["--smartcrop", "attention", "-s", "\(outputPixels)x\(outputPixels)", "-o", "%s-vips.png"]
-            + set.samples.map(\.path)
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "vipsthumbnail exited \(process.terminationStatus)")
+        let vipsRun = try ChildProcess.run(vips, ["--smartcrop", "attention", "-s", "\(outputPixels)x\(outputPixels)", "-o", "%s-vips.png"]
+                                           + set.samples.map(\.path), timeout: 600)
+        try #require(vipsRun.exitCode == 0, "vipsthumbnail: \(vipsRun.summary)")
         let thumbnailer = Thumbnailer()
         return try set.samples.map { sample in
             let outputPath = String(sample.path.dropLast(4)) + "-vips.png"

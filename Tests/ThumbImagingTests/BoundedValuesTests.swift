@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbConfiguration
 import ThumbImaging
 
@@ -169,19 +170,18 @@ struct BoundedValuesTests {
 
     @Test("thumbd slots and render with such configs and specs: exit 78 / 64 naming the key, no crash")
     func commandsDoNotCrash() throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bounds-\(UUID())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = try ScratchDirectory("bounds")
+        defer { scratch.remove() }
         for (index, bad) in Self.badKinds.prefix(7).enumerated() {
-            let path = scratch.appendingPathComponent("c\(index).json").path
+            let path = scratch.path("c\(index).json")
             try Data(#"{"kinds": \#(bad.json)}"#.utf8).write(to: URL(fileURLWithPath: path))
-            let result = try ChildProcess.run(try requireThumbd(), ["slots", "--config", path])
+            let result = try MeasuredChild.run(try requireThumbd(), ["slots", "--config", path])
             #expect(result.exitCode == 78, "\(bad.json): \(result.summary)")
             #expect(result.stderr.contains("'\(bad.key)'") && result.stderr.contains(path), "\(result.stderr)")
         }
         let input = Paths.corpusFile("pngsuite", "basn6a08.png")
         for spec in ["1e19x1", "1x1@4x,upscale", "2048x2048@4x,upscale,fill"] {
-            let result = try ChildProcess.run(try requireThumbd(), ["render", input, "--slot", spec, "--out-dir", scratch.path])
+            let result = try MeasuredChild.run(try requireThumbd(), ["render", input, "--slot", spec, "--out-dir", scratch.path])
             let refused = spec == "1x1@4x,upscale" ? 0 : 64
             #expect(result.exitCode == Int32(refused), "\(spec): \(result.summary)")
         }

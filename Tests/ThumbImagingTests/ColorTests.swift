@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 
 /// Colour: CMYK/YCCK JPEGs come out as Pillow converts them; wide-gamut PNGs are converted to sRGB
@@ -7,8 +8,8 @@ import ThumbImaging
 @Suite("Colour conversion")
 struct ColorTests {
     /// The CMYK and YCCK JPEGs of the manifest (decoder_detail `cs=cmyk` / `cs=ycck`).
-    static let cmykFiles: [ManifestEntry] = Manifest.entries.filter {
-        $0.status == "OK" && ($0.decoderDetail.contains("cs=cmyk") || $0.decoderDetail.contains("cs=ycck"))
+    static func cmykFiles() throws -> [CorpusManifest.Row] {
+        try CorpusManifest.jpegAndPNG().filter { $0.status == "OK" && ($0.detail.contains("cs=cmyk") || $0.detail.contains("cs=ycck")) }
     }
 
     /// Pillow's reference for a CMYK file at `width`×`height`: through the embedded ICC profile to
@@ -30,13 +31,13 @@ struct ColorTests {
         """
 
     @Test("the corpus has CMYK and YCCK JPEGs")
-    func corpusHasCMYK() {
-        #expect(Self.cmykFiles.contains { $0.decoderDetail.contains("cs=cmyk") })
-        #expect(Self.cmykFiles.contains { $0.decoderDetail.contains("cs=ycck") })
+    func corpusHasCMYK() throws {
+        #expect(try Self.cmykFiles().contains { $0.detail.contains("cs=cmyk") })
+        #expect(try Self.cmykFiles().contains { $0.detail.contains("cs=ycck") })
     }
 
-    @Test("CMYK/YCCK JPEGs match Pillow's conversion", arguments: cmykFiles)
-    func cmyk(_ entry: ManifestEntry) throws {
+    @Test("CMYK/YCCK JPEGs match Pillow's conversion", arguments: try cmykFiles())
+    func cmyk(_ entry: CorpusManifest.Row) throws {
         let image = try Thumbnailer().render(loadSource(entry.path), request: Sample.request("large", format: .png)).pixels
         let data = try [UInt8](Python.run(Self.cmykReferenceScript, [entry.path, "\(image.width)", "\(image.height)"]))
         let size = image.width * image.height * 3
@@ -44,7 +45,7 @@ struct ColorTests {
         let managed = Array(data[0..<size]), naive = Array(data[size...])
         let error = Pixels.meanAbsoluteError(image.bytes, channelsA: image.channels, managed, channelsB: 3)
         let naiveError = Pixels.meanAbsoluteError(image.bytes, channelsA: image.channels, naive, channelsB: 3)
-        #expect(error < 6, "\(entry.file) (\(entry.decoderDetail)): mean abs error \(error) vs Pillow (naive conversion: \(naiveError))")
+        #expect(error < 6, "\(entry.file) (\(entry.detail)): mean abs error \(error) vs Pillow (naive conversion: \(naiveError))")
     }
 
     static let p3Path = Paths.corpusFile("edge-cases", "libjxl-testdata/external/wide-gamut-tests/P3-sRGB-color-ring.png")

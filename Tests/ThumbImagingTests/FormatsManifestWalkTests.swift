@@ -1,28 +1,11 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 
-/// One row of `formats-manifest.tsv` (WebP, GIF, HEIF, AVIF).
-struct FormatsManifestEntry: Sendable, CustomTestStringConvertible {
-    var set: String
-    var file: String
-    var format: String
-    var status: String
-    var expect: String
-
-    var path: String { Paths.corpus + "/" + set + "/" + file }
-    var testDescription: String { "\(set)/\(file)" }
-
-    static let entries: [FormatsManifestEntry] = {
-        guard let text = try? String(contentsOfFile: Paths.corpus + "/formats-manifest.tsv", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let columns = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard columns.count >= 8 else { return nil }
-            return FormatsManifestEntry(set: columns[0], file: columns[1], format: columns[4], status: columns[6], expect: columns[7])
-        }
-    }()
-
-    static func with(status: String) -> [FormatsManifestEntry] { entries.filter { $0.status == status } }
+/// The rows of `formats-manifest.tsv` (WebP, GIF, HEIF, AVIF) by status, and Pillow's sizes.
+enum FormatsManifest {
+    static func with(status: String) throws -> [CorpusManifest.Row] { try CorpusManifest.otherFormats().filter { $0.status == status } }
 
     /// Each OK file's displayed size as Pillow shows it (pillow-heif for HEIF; Pillow's AVIF
     /// plugin turns irot/imir into an orientation that `exif_transpose` applies), one Python run.
@@ -37,7 +20,7 @@ struct FormatsManifestEntry: Sendable, CustomTestStringConvertible {
                 im = ImageOps.exif_transpose(Image.open(path))
                 print(path, im.size[0], im.size[1])
             """
-        guard let data = try? Python.run(script, with(status: "OK").map(\.path)) else { return [:] }
+        guard let rows = try? with(status: "OK"), let data = try? Python.run(script, rows.map(\.path)) else { return [:] }
         var sizes: [String: (width: Int, height: Int)] = [:]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
             let words = line.split(separator: " ")
@@ -57,20 +40,22 @@ struct FormatsManifestWalkTests {
     static let kinds = ["contact-avatar@3x", "product-grid@3x", "large"]
     static let maxRSSBytes = 200 << 20
 
-    @Test func manifestIsThere() {
-        #expect(FormatsManifestEntry.entries.count == 66)
-        #expect(FormatsManifestEntry.with(status: "ERROR").count >= 4)
-        #expect(FormatsManifestEntry.displayedSizes.count == FormatsManifestEntry.with(status: "OK").count,
-                "Pillow (with pillow-heif) sized \(FormatsManifestEntry.displayedSizes.count) files")
+    @Test func manifestIsThere() throws {
+        #expect(try CorpusManifest.otherFormats().count == 66)
+        #expect(try FormatsManifest.with(status: "ERROR").count >= 4)
+        let ok = try FormatsManifest.with(status: "OK")
+        #expect(FormatsManifest.displayedSizes.count == ok.count,
+                "Pillow (with pillow-heif) sized \(FormatsManifest.displayedSizes.count) files")
     }
 
-    @Test("OK files render for three kinds at their displayed orientation's size", arguments: FormatsManifestEntry.with(status: "OK"))
-    func okFile(_ entry: FormatsManifestEntry) throws {
+    @Test("OK files render for three kinds at their displayed orientation's size", arguments: try FormatsManifest.with(status: "OK"))
+    func okFile(_ entry: CorpusManifest.Row) throws {
         let thumbd = try requireThumbd()
-        let shown = try #require(FormatsManifestEntry.displayedSizes[entry.path], "Pillow gave no size for \(entry.file)")
-        let folder = try makeTemporaryFolder("formats")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let result = try ChildProcess.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder, "--sandbox"]
+        let shown = try #require(FormatsManifest.displayedSizes[entry.path], "Pillow gave no size for \(entry.file)")
+        let scratch = try ScratchDirectory("formats")
+        defer { scratch.remove() }
+        let folder = scratch.path
+        let result = try MeasuredChild.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder, "--sandbox"]
                                           + Self.kinds.flatMap { ["--slot", $0] })
         try #require(result.exitCode == 0, "\(entry.file): \(result.summary)")
         let config = try #require(Sample.config)
@@ -90,13 +75,14 @@ struct FormatsManifestWalkTests {
     }
 
     @Test("ERROR files: exit 65, one line naming the file, nothing left, under 2 s and 200 MB",
-          arguments: FormatsManifestEntry.with(status: "ERROR"))
-    func errorFile(_ entry: FormatsManifestEntry) throws {
+          arguments: try FormatsManifest.with(status: "ERROR"))
+    func errorFile(_ entry: CorpusManifest.Row) throws {
         let thumbd = try requireThumbd()
-        let folder = try makeTemporaryFolder("formats-error")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = try ScratchDirectory("formats-error")
+        defer { scratch.remove() }
+        let folder = scratch.path
         for sandbox in [true, false] {
-            let result = try ChildProcess.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder]
+            let result = try MeasuredChild.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder]
                                               + Self.kinds.flatMap { ["--slot", $0] } + (sandbox ? ["--sandbox"] : []))
             let mode = sandbox ? "sandboxed" : "in process"
             #expect(result.exitCode == 65, "\(entry.file) \(mode): \(result.summary)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// The GIF loader's row decoding: interlaced passes, data that ends early, cancellation.
@@ -21,9 +22,8 @@ struct GIFDecodeTests {
 
     @Test("an interlaced GIF Pillow wrote (odd sizes, four passes) decodes to Pillow's pixels, as does its plain twin")
     func pillowInterlacedMatches() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-gif-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try ScratchDirectory("gif")
+        defer { folder.remove() }
         let script = """
             import sys
             from PIL import Image
@@ -35,7 +35,7 @@ struct GIFDecodeTests {
             """
         _ = try Python.run(script, [folder.path])
         for (name, interlaced) in [("interlaced.gif", true), ("plain.gif", false)] {
-            let path = folder.appendingPathComponent(name).path
+            let path = folder.path(name)
             let loader = try GIFLoader(source: loadSource(path), limits: ImageLimits())
             #expect(loader.frame.interlaced == interlaced, "\(name)")
             let pixels = try loader.load(maxShrink: 1, isCancelled: nil).pixels

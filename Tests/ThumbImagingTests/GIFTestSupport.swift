@@ -1,34 +1,13 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
-/// A row of `formats-manifest.tsv` (set, file, bytes, sha, format, dims, status, expect, detail)
-/// of the GIF set.
-struct GIFCorpusEntry: Sendable, CustomTestStringConvertible {
-    var file: String
-    var width: Int?
-    var height: Int?
-    var status: String
-    var expect: String
-    var detail: String
-
-    var path: String { Paths.corpusFile("formats/gif", file) }
-    var testDescription: String { file }
-}
-
+/// The GIF rows of `formats-manifest.tsv`.
 enum GIFCorpus {
-    static let entries: [GIFCorpusEntry] = {
-        guard let text = try? String(contentsOfFile: Paths.corpus + "/formats-manifest.tsv", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard cols.count >= 9, cols[0] == "formats/gif" else { return nil }
-            let sides = cols[5].split(separator: "x").map { Int($0) }
-            return GIFCorpusEntry(file: cols[1], width: sides.count == 2 ? sides[0] : nil, height: sides.count == 2 ? sides[1] : nil,
-                                  status: cols[6], expect: cols[7], detail: cols[8])
-        }
-    }()
+    static func entries() throws -> [CorpusManifest.Row] { try CorpusManifest.otherFormats().filter { $0.set == "formats/gif" } }
 
-    static func with(status: String) -> [GIFCorpusEntry] { entries.filter { $0.status == status } }
+    static func with(status: String) throws -> [CorpusManifest.Row] { try entries().filter { $0.status == status } }
 }
 
 /// Pillow's view of a GIF: `Image.open(path).convert('RGBA')` of frame 0 at full size.

@@ -1,27 +1,11 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// The HEIF and AVIF rows of `formats-manifest.tsv`, and Pillow's rendering of them.
-struct FormatsRow: Sendable, CustomTestStringConvertible {
-    var folder: String
-    var file: String
-    var width: Int?
-    var height: Int?
-    var status: String
-    var expect: String
-    var mode: String
-
-    var path: String { "\(Paths.corpus)/\(folder)/\(file)" }
-    var testDescription: String { file }
-    var isAVIF: Bool { folder.hasSuffix("avif") }
-
-    /// The EXIF orientation Pillow found ("EXIF orientation N" in the expect column): for AVIF,
-    /// Pillow's plugin turns `irot`/`imir` into one.
-    var exifOrientation: Int {
-        guard let range = expect.range(of: "EXIF orientation ") else { return 1 }
-        return Int(expect[range.upperBound...].prefix(while: \.isNumber)) ?? 1
-    }
+extension CorpusManifest.Row {
+    var isAVIF: Bool { self.set.hasSuffix("avif") }
 
     /// The displayed size: Pillow's size turned by the orientation (libheif gives the same by
     /// applying irot/imir itself).
@@ -38,21 +22,14 @@ struct FormatsRow: Sendable, CustomTestStringConvertible {
 }
 
 enum HEIFCorpus {
-    static let rows: [FormatsRow] = {
-        guard let text = try? String(contentsOfFile: Paths.corpus + "/formats-manifest.tsv", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard cols.count >= 9, cols[0].hasSuffix("/heif") || cols[0].hasSuffix("/avif") else { return nil }
-            let sides = cols[5].split(separator: "x").map { Int($0) }
-            return FormatsRow(folder: cols[0], file: cols[1], width: sides.count == 2 ? sides[0] : nil,
-                              height: sides.count == 2 ? sides[1] : nil, status: cols[6], expect: cols[7], mode: cols[8])
-        }
-    }()
+    static func rows() throws -> [CorpusManifest.Row] {
+        try CorpusManifest.otherFormats().filter { $0.set.hasSuffix("/heif") || $0.set.hasSuffix("/avif") }
+    }
 
-    static func with(status: String) -> [FormatsRow] { rows.filter { $0.status == status } }
+    static func with(status: String) throws -> [CorpusManifest.Row] { try rows().filter { $0.status == status } }
 
-    static func file(_ name: String) throws -> FormatsRow {
-        try #require(rows.first { $0.file == name }, "\(name) is in formats-manifest.tsv")
+    static func file(_ name: String) throws -> CorpusManifest.Row {
+        try #require(try rows().first { $0.file == name }, "\(name) is in formats-manifest.tsv")
     }
 }
 
@@ -60,7 +37,7 @@ enum HEIFReference {
     /// Pillow's rendering (pillow-heif for HEIF, Pillow's AVIF plugin for AVIF) resized with
     /// Lanczos to each size, after the ICC profile (if any) is converted to sRGB: for each size,
     /// RGB composited over white, then the alpha channel.
-    static func pillow(_ row: FormatsRow, sizes: [(width: Int, height: Int)]) throws -> [(rgb: [UInt8], alpha: [UInt8])] {
+    static func pillow(_ row: CorpusManifest.Row, sizes: [(width: Int, height: Int)]) throws -> [(rgb: [UInt8], alpha: [UInt8])] {
         let script = """
             import io, sys
             import pillow_heif
@@ -89,7 +66,7 @@ enum HEIFReference {
         var offset = 0
         for size in sizes {
             let count = size.width * size.height
-            guard offset + count * 4 <= data.count else { throw Python.Failure("short Pillow output for \(row.file)") }
+            guard offset + count * 4 <= data.count else { throw TestFailure("short Pillow output for \(row.file)") }
             results.append((Array(data[offset..<offset + count * 3]), Array(data[offset + count * 3..<offset + count * 4])))
             offset += count * 4
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 
 /// Limits are enforced from headers, before pixel buffers exist: dimension bombs, lowered pixel
@@ -58,11 +59,12 @@ struct LimitsTests {
 
     @Test("the forged 70000x70000 PNG through the CLI: exit 65, small RSS")
     func forgedPNGThroughCLI() throws {
-        let folder = try makeTemporaryFolder("forged")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = try ScratchDirectory("forged")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let input = folder + "/forged.png"
         try Data(Self.forgedPNG(width: 70_000, height: 70_000)).write(to: URL(fileURLWithPath: input))
-        let result = try ChildProcess.run(try requireThumbd(), ["render", input, "--slot", "large", "--out-dir", folder])
+        let result = try MeasuredChild.run(try requireThumbd(), ["render", input, "--slot", "large", "--out-dir", folder])
         #expect(result.exitCode == 65, "\(result.summary)")
         #expect(result.maxRSSBytes < 200 << 20, "peak RSS \(result.maxRSSBytes >> 20) MB")
         #expect(folderContents(folder) == ["forged.png"])
@@ -136,8 +138,9 @@ struct LimitsTests {
     static func hundredScanJPEG() throws -> [UInt8] {
         let cjpeg = ["/usr/bin/cjpeg", "/usr/local/bin/cjpeg"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let tool = try #require(cjpeg, "cjpeg not found: install libjpeg-turbo-progs")
-        let folder = try makeTemporaryFolder("scans")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = try ScratchDirectory("scans")
+        defer { scratch.remove() }
+        let folder = scratch.path
         var script = ["0,1,2: 0-0, 0, 0;"]
         for c in 0...2 {
             for k in 1...32 { script.append("\(c): \(k)-\(k), 0, 0;") }
@@ -148,7 +151,8 @@ struct LimitsTests {
         var ppm = Array("P6\n\(w) \(h)\n255\n".utf8)
         for y in 0..<h { for x in 0..<w { ppm += [UInt8(x * 4), UInt8(y * 5), UInt8((x + y) * 2)] } }
         try Data(ppm).write(to: URL(fileURLWithPath: folder + "/in.ppm"))
-        let result = try ChildProcess.run(tool, ["-scans", folder + "/scans.txt", "-outfile", folder + "/out.jpg", folder + "/in.ppm"])
+        let result = try ChildProcess.run(tool, ["-scans", folder + "/scans.txt", "-outfile", folder + "/out.jpg", folder + "/in.ppm"],
+                                          timeout: 20)
         try #require(result.exitCode == 0, "cjpeg failed: \(result.summary)")
         return try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + "/out.jpg")))
     }

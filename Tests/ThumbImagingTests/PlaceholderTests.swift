@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// Placeholders computed from the decode itself, judged against independent references: Pillow's
@@ -40,9 +41,9 @@ import Testing
 
     /// Runs both Python steps for `sources`: the shrinks, then the comparisons.
     static func judge(_ sources: [String]) throws -> [Judgement] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("placeholder-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let scratchDirectory = try ScratchDirectory("placeholder")
+        defer { scratchDirectory.remove() }
+        let scratch = scratchDirectory.path
         let shrink = """
             import sys
             from PIL import Image, ImageOps

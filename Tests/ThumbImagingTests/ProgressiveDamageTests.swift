@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// Damaged progressive JPEGs with scan selection: the selection leaves a stream it cannot vouch
@@ -24,7 +25,7 @@ struct ProgressiveDamageTests {
         case "EOI in a skipped AC scan": return (inserting([0xFF, 0xD9], into: file, at: middle(1)), .decodedWhole)
         case "bytes changed in the DC scan": return (flipping(file, in: scans[0] + 40..<middle(0)), .sameWarnings)
         case "bytes changed in a skipped AC scan": return (flipping(file, in: scans[1] + 40..<middle(1)), .skippedDamage)
-        default: throw ProgressiveFixtures.ChildFailure("no damage \(name)")
+        default: throw TestFailure("no damage \(name)")
         }
     }
 
@@ -92,8 +93,8 @@ struct ProgressiveDamageTests {
     }
 
     @Test("the corpus's damaged progressive files (WARN, ERROR rows) are decoded whole, as before",
-          arguments: ProgressiveFixtures.corpus(status: "WARN") + ProgressiveFixtures.corpus(status: "ERROR"))
-    func corpusDamagedFile(_ entry: ManifestEntry) {
+          arguments: try ProgressiveFixtures.corpus(status: "WARN") + ProgressiveFixtures.corpus(status: "ERROR"))
+    func corpusDamagedFile(_ entry: CorpusManifest.Row) {
         let bytes = ProgressiveFixtures.bytes(entry.path)
         switch (Self.outcome(bytes, selects: false), Self.outcome(bytes, selects: true)) {
         case let (.success(whole), .success(selected)):

@@ -25,8 +25,8 @@ enum ProgressiveFixtures {
     }
 
     /// Manifest rows of the given status whose bytes are a progressive (SOF2) JPEG.
-    static func corpus(status: String) -> [ManifestEntry] {
-        Manifest.with(status: status).filter { entry in
+    static func corpus(status: String) throws -> [CorpusManifest.Row] {
+        try Manifest.with(status: status).filter { entry in
             (entry.format == "JPEG" || entry.format == "MPO") && frameMarker(bytes(entry.path)) == 0xC2
         }
     }
@@ -54,17 +54,15 @@ enum ProgressiveFixtures {
         """
 
     /// The generated files by name, made once into a temporary folder (removed after reading).
-    static let generated: Result<[String: [UInt8]], ChildFailure> = {
+    static let generated: Result<[String: [UInt8]], TestFailure> = {
         do {
             return .success(try make())
-        } catch let failure as ChildFailure {
+        } catch let failure as TestFailure {
             return .failure(failure)
         } catch {
-            return .failure(ChildFailure("\(error)"))
+            return .failure(TestFailure("\(error)"))
         }
     }()
-
-    typealias ChildFailure = TestFailure
 
     static func generated(_ name: String) throws -> [UInt8] {
         let files = try generated.get()
@@ -73,19 +71,20 @@ enum ProgressiveFixtures {
 
     private static func tool(_ name: String) throws -> String {
         guard let path = ["/usr/bin/\(name)", "/usr/local/bin/\(name)"].first(where: FileManager.default.isExecutableFile)
-        else { throw ChildFailure("\(name) not found: install libjpeg-turbo-progs") }
+        else { throw TestFailure("\(name) not found: install libjpeg-turbo-progs") }
         return path
     }
 
     private static func run(_ tool: String, _ arguments: [String]) throws {
-        let result = try ChildProcess.run(tool, arguments)
-        guard result.exitCode == 0 else { throw ChildFailure("\(tool) \(arguments): \(result.summary)") }
+        let result = try ChildProcess.run(tool, arguments, timeout: 20)
+        guard result.exitCode == 0 else { throw TestFailure("\(tool) \(arguments): \(result.summary)") }
     }
 
     private static func make() throws -> [String: [UInt8]] {
         let (cjpeg, djpeg, jpegtran) = (try tool("cjpeg"), try tool("djpeg"), try tool("jpegtran"))
-        let folder = try makeTemporaryFolder("progressive")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = try ScratchDirectory("progressive")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let photo = Paths.corpusFile("large-photos", "exif-samples__mobile_jolla.jpg")
         let ppm = folder + "/photo.ppm"
         try run(djpeg, ["-scale", "1/4", "-ppm", "-outfile", ppm, photo]) // 816x612
@@ -116,7 +115,7 @@ enum ProgressiveFixtures {
             """, [ppm, cmyk])
         files["cmyk"] = bytes(cmyk)
         for (name, file) in files where frameMarker(file) != 0xC2 {
-            throw ChildFailure("\(name) is not progressive")
+            throw TestFailure("\(name) is not progressive")
         }
         return files
     }

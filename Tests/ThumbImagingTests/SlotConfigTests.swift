@@ -61,7 +61,7 @@ struct SlotConfigTests {
 
     @Test("thumbd slots lists every kind with its pixel sizes")
     func slotsCommand() throws {
-        let result = try ChildProcess.run(try requireThumbd(), ["slots", "--config", Paths.sampleConfig])
+        let result = try MeasuredChild.run(try requireThumbd(), ["slots", "--config", Paths.sampleConfig])
         #expect(result.exitCode == 0, "\(result.summary)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         let expected: [(String, [String])] = [
@@ -74,7 +74,7 @@ struct SlotConfigTests {
             #expect(line != nil, "no line for \(name) in: \(result.stdout)")
             for part in parts { #expect(line?.contains(part) == true, "\(name): '\(line ?? "")' lacks \(part)") }
         }
-        let builtIn = try ChildProcess.run(try requireThumbd(), ["slots"])
+        let builtIn = try MeasuredChild.run(try requireThumbd(), ["slots"])
         #expect(builtIn.exitCode == 0 && builtIn.stdout.contains("256x256") && builtIn.stdout.contains("1024x1024"))
     }
 

@@ -3,9 +3,6 @@ import Testing
 import ThumbTestSupport
 import ThumbConfiguration
 import ThumbImaging
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Paths, the corpus manifest, and the expected-size rule, shared by the test files.
 enum Paths {
@@ -17,25 +14,19 @@ enum Paths {
     static func corpusFile(_ set: String, _ file: String) -> String { "\(corpus)/\(set)/\(file)" }
 }
 
-/// One row of `manifest.tsv`.
-struct ManifestEntry: Sendable, CustomTestStringConvertible {
-    var set: String
-    var file: String
-    var format: String
-    var storedWidth: Int?
-    var storedHeight: Int?
-    var status: String
-    var decoderDetail: String
-    var pillowInfo: String
-    var note: String
-
-    var path: String { Paths.corpusFile(set, file) }
-    var testDescription: String { "\(set)/\(file)" }
-
+/// The imaging tests' view of a corpus manifest row.
+extension CorpusManifest.Row {
     /// EXIF orientation as Pillow read it (`orient=N`), 1 when absent.
     var orientation: Int {
         guard let range = pillowInfo.range(of: "orient=") else { return 1 }
         return Int(pillowInfo[range.upperBound...].prefix(while: \.isNumber)) ?? 1
+    }
+
+    /// The EXIF orientation the expect column names ("EXIF orientation 6", formats-manifest.tsv:
+    /// for AVIF, Pillow's plugin turns `irot`/`imir` into one), 1 when none.
+    var exifOrientation: Int {
+        guard let range = expect.range(of: "EXIF orientation ") else { return 1 }
+        return Int(expect[range.upperBound...].prefix(while: \.isNumber)) ?? 1
     }
 
     /// The bytes are a WebP, GIF, HEIF or AVIF, whatever the name says.
@@ -43,38 +34,17 @@ struct ManifestEntry: Sendable, CustomTestStringConvertible {
         guard let source = try? loadSource(path), let format = source.format else { return false }
         return format != .jpeg && format != .png
     }
-
-    /// 12-bit and lossless JPEGs: valid files that an 8-bit libjpeg may or may not decode.
-    var isHighPrecisionJPEG: Bool {
-        decoderDetail.contains("precision 12") || decoderDetail.contains("SOF type 0xc3")
-    }
 }
 
+/// The selections of `manifest.tsv` (JPEG and PNG) that the imaging tests walk.
 enum Manifest {
-    static let entries: [ManifestEntry] = {
-        guard let text = try? String(contentsOfFile: Paths.corpus + "/manifest.tsv", encoding: .utf8) else {
-            return []
-        }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard cols.count >= 9 else { return nil }
-            let dims = cols[5].split(separator: " ").first.map(String.init) ?? ""
-            let sides = dims.split(separator: "x").map { Int($0) }
-            return ManifestEntry(set: cols[0], file: cols[1], format: cols[4],
-                                 storedWidth: sides.count == 2 ? sides[0] : nil,
-                                 storedHeight: sides.count == 2 ? sides[1] : nil,
-                                 status: cols[6], decoderDetail: cols[8],
-                                 pillowInfo: cols.count > 12 ? cols[12] : "", note: cols.count > 13 ? cols[13] : "")
-        }
-    }()
-
-    static func with(status: String) -> [ManifestEntry] { entries.filter { $0.status == status } }
+    static func with(status: String) throws -> [CorpusManifest.Row] { try CorpusManifest.jpegAndPNG().filter { $0.status == status } }
 
     /// ERROR rows that thumbd must refuse: the manifest judges JPEG and PNG decoders, and a few
     /// of its ERROR files are another format under a .jpg name (a HEIC saved as heic_hdlr_box.jpg),
     /// which thumbd reads by content.
-    static var mustFail: [ManifestEntry] { with(status: "ERROR").filter { !$0.isOtherFormatByContent } }
-    static var otherFormatsByContent: [ManifestEntry] { with(status: "ERROR").filter(\.isOtherFormatByContent) }
+    static func mustFail() throws -> [CorpusManifest.Row] { try with(status: "ERROR").filter { !$0.isOtherFormatByContent } }
+    static func otherFormatsByContent() throws -> [CorpusManifest.Row] { try with(status: "ERROR").filter(\.isOtherFormatByContent) }
 }
 
 /// The no-upscaling geometry rule, computed independently of `ThumbnailGeometry`.
@@ -138,33 +108,19 @@ enum Pixels {
 // MARK: - Python (Pillow) reference computations
 
 enum Python {
-    typealias Failure = TestFailure
-
-    /// Runs `python3 -c script args...`; returns stdout. Fails loudly when python3 or Pillow is missing.
-    static func run(_ script: String, _ arguments: [String] = []) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+    /// Runs `python3 -c script args...`; returns stdout. Fails loudly when python3 or Pillow is
+    /// missing, or when the script runs past `timeout` seconds.
+    static func run(_ script: String, _ arguments: [String] = [], timeout: Double = 600) throws -> Data {
+        let result: ChildProcess.Result
         do {
-            try process.run()
+            result = try ChildProcess.run("/usr/bin/env", ["python3", "-c", script] + arguments, timeout: timeout)
         } catch {
-            throw Failure("python3 is required for reference images (install python3, Pillow, numpy): \(error)")
+            throw TestFailure("python3 is required for reference images (install python3, Pillow, numpy): \(error)")
         }
-        // Read both pipes concurrently so neither fills up.
-        nonisolated(unsafe) var errData = Data()
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errData, as: UTF8.self)
-            throw Failure("python3 failed (is Pillow/numpy installed? `pip install pillow numpy`): \(message)")
+        guard result.exitCode == 0 else {
+            throw TestFailure("python3 failed (is Pillow/numpy installed? `pip install pillow numpy`): \(result.summary)")
         }
-        return data
+        return result.stdoutData
     }
 
     /// Pillow's `Image.open(path).convert(mode).resize((w, h), LANCZOS)` as raw bytes.
@@ -194,7 +150,7 @@ enum Python {
             """
         let words = String(decoding: try run(script, [file.path]), as: UTF8.self).split(separator: " ")
         guard words.count == 3, let w = Int(words[0]), let h = Int(words[1]) else {
-            throw Failure("unexpected Pillow output: \(words)")
+            throw TestFailure("unexpected Pillow output: \(words)")
         }
         return (w, h, words[2].trimmingCharacters(in: .whitespacesAndNewlines))
     }

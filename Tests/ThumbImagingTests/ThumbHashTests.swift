@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// ThumbHash against an independent port of the reference encoder: the `thumbhash` package on
@@ -16,9 +17,9 @@ import Testing
 
     @Test("bit-identical to the PyPI port of the reference on real opaque images, shrunk to 100 px by Pillow")
     func matchesTheIndependentEncoder() throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbhash-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let scratchDirectory = try ScratchDirectory("thumbhash")
+        defer { scratchDirectory.remove() }
+        let scratch = scratchDirectory.path
         let script = """
             import sys
             from PIL import Image

@@ -1,42 +1,19 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbImaging
 
 /// The WebP rows of `formats-manifest.tsv`, WebP files made for the tests, and Pillow references.
 enum WebPFixtures {
-    /// One row of `../shared/corpus/formats-manifest.tsv` (columns set, file, bytes, sha, format,
-    /// dims, status, expect, detail), WebP rows only.
-    struct Row: Sendable, CustomTestStringConvertible {
-        var file: String
-        var width: Int
-        var height: Int
-        var status: String
-        var expect: String
-        /// Pillow's mode: RGB or RGBA.
-        var detail: String
-
-        var path: String { Paths.corpusFile("formats/webp", file) }
-        var testDescription: String { file }
-        /// EXIF orientation the manifest names ("EXIF orientation 6"), 1 when none.
-        var orientation: Int {
-            guard let range = expect.range(of: "EXIF orientation ") else { return 1 }
-            return Int(expect[range.upperBound...].prefix(while: \.isNumber)) ?? 1
+    /// The WebP rows of `formats-manifest.tsv` with a size (the first row of a name only).
+    static func rows() throws -> [CorpusManifest.Row] {
+        var seen = Set<String>()
+        return try CorpusManifest.otherFormats().filter { row in
+            row.set == "formats/webp" && seen.insert(row.file).inserted && row.width != nil && row.height != nil
         }
     }
 
-    static let rows: [Row] = {
-        guard let text = try? String(contentsOfFile: Paths.corpus + "/formats-manifest.tsv", encoding: .utf8) else { return [] }
-        var seen = Set<String>()
-        return text.split(separator: "\n").dropFirst().compactMap { line -> Row? in
-            let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard cols.count >= 9, cols[0] == "formats/webp", seen.insert(cols[1]).inserted else { return nil }
-            let sides = cols[5].split(separator: "x").compactMap { Int($0) }
-            guard sides.count == 2 else { return nil }
-            return Row(file: cols[1], width: sides[0], height: sides[1], status: cols[6], expect: cols[7], detail: cols[8])
-        }
-    }()
-
-    static let okRows: [Row] = rows.filter { $0.status == "OK" }
+    static func okRows() throws -> [CorpusManifest.Row] { try rows().filter { $0.status == "OK" } }
 
     /// Scratch folder of this test process.
     static let folder: URL = {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ThumbPipeline
 import ThumbSystem
+import ThumbTestSupport
 
 /// A chain of `levels` folders (`d/d/d/…`, two path bytes a level) holding `files` tiny `.jpg`
 /// files spread evenly over the levels, built descriptor-relative (building it by absolute
@@ -39,11 +40,7 @@ struct DeepTree {
 
     func remove() {
         // `rm -rf` walks descriptor-relative; FileManager's recursion by path is quadratic here.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/rm")
-        process.arguments = ["-rf", base]
-        try? process.run()
-        process.waitUntilExit()
+        _ = try? ChildProcess.run("/bin/rm", ["-rf", base], timeout: 600)
     }
 }
 
@@ -67,12 +64,9 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
     let before = children()
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
+    // Its output to /dev/null: writing it would be CPU of its own.
+    let child = try ChildProcess(arguments[0], Array(arguments.dropFirst()))
+    child.end(within: 600)
     return children() - before
 }
 
@@ -148,11 +142,7 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
             let before = pipeline.disk.stepsForTesting
             let events = pipeline.metrics.watcherEvents
             let started = ContinuousClock.now
-            let rm = Process()
-            rm.executableURL = URL(fileURLWithPath: "/bin/rm")
-            rm.arguments = ["-rf", fixture.assets + "/tree"]
-            try rm.run()
-            rm.waitUntilExit()
+            _ = try ChildProcess.run("/bin/rm", ["-rf", fixture.assets + "/tree"], timeout: 600)
             // Done when the tree's own folder event has been handled (its rows are gone then).
             while pipeline.metrics.watcherEvents - events < 10_101 && ContinuousClock.now - started < .seconds(600) {
                 try await Task.sleep(for: .milliseconds(2))

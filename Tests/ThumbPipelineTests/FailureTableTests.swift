@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -121,12 +122,11 @@ struct FailureTableTests {
 
     /// Corpus files the manifest says must fail, half JPEG and half PNG.
     static func brokenCorpusFiles(count: Int) throws -> [String] {
-        let text = try String(contentsOfFile: PipelineFixture.corpus + "/manifest.tsv", encoding: .utf8)
-        let rows = text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
         // 12-bit JPEGs may decode where libjpeg-turbo is built for them: not a must-fail here.
         // A HEIC under a .jpg name is an ERROR row of that manifest (of JPEG decoders) that thumbd reads by content.
-        let failing = rows.filter { $0.count > 8 && $0[6] == "ERROR" && !$0[8].contains("precision 12") && !$0[8].contains("0xc3") }
-            .map { "\($0[0])/\($0[1])" }
+        let failing = try CorpusManifest.jpegAndPNG()
+            .filter { $0.status == "ERROR" && !$0.detail.contains("precision 12") && !$0.detail.contains("0xc3") }
+            .map(\.relativePath)
             .filter { (try? SourceBytes.read(path: PipelineFixture.corpus + "/" + $0, maxBytes: 1 << 24))?.format.map { [.jpeg, .png].contains($0) } ?? true }
         try #require(failing.count >= count)
         return Array(failing.filter { $0.hasSuffix(".jpg") }.prefix(count / 2) + failing.filter { $0.hasSuffix(".png") }.prefix(count / 2))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 
@@ -7,11 +8,6 @@ import ThumbImaging
 /// and a stat of each file, and a dictionary of every row) before anything was served: 38–41 s
 /// at 1M entries. Now the index opens (quick check, totals) and hits are served from it at once;
 /// the files are reconciled in the background, a shard and a batch of rows at a time.
-struct ServeStartupFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 @Suite struct StartupReconcileTests {
     let fixture: PipelineFixture
     init() throws { fixture = try PipelineFixture() }
@@ -22,7 +18,7 @@ struct ServeStartupFailure: Error, CustomStringConvertible {
         var thumbnails: [String: CachedThumbnail] = [:]
         for name in names {
             let answer = await pipeline.thumbnail(.init(assetPath: name, kind: Self.avatar, scale: 3))
-            guard let thumbnail = answer.thumbnail else { throw ServeStartupFailure("\(name): \(String(describing: answer.error))") }
+            guard let thumbnail = answer.thumbnail else { throw TestFailure("\(name): \(String(describing: answer.error))") }
             thumbnails[name] = thumbnail
         }
         return thumbnails

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 
 /// The README is the front page (under 200 lines) and the rest of the documentation lives in
 /// docs/ and beside the code: every relative Markdown link in those pages must lead somewhere,
@@ -14,7 +15,7 @@ struct DocumentationLinkTests {
         var pages = ["README.md", "Benchmarks/README.md", "systemd/README.md", "Fuzz/README.md"]
         let docs = root + "/docs"
         guard let walker = FileManager.default.enumerator(atPath: docs) else {
-            throw ServeFailure("cannot list \(docs)")
+            throw TestFailure("cannot list \(docs)")
         }
         var inDocs: [String] = []
         while let relative = walker.nextObject() as? String {
@@ -46,9 +47,10 @@ struct DocumentationLinkTests {
 
     @Test("the link checker catches a missing file, a missing anchor and a link out of the package")
     func checkerCatchesBrokenLinks() throws {
-        let folder = FileManager.default.temporaryDirectory.path + "/doclinks-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
+        let scratch = try ScratchDirectory("doclinks")
+        defer { scratch.remove() }
+        let folder = scratch.path
         try FileManager.default.createDirectory(atPath: folder + "/docs", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         try "# Target page\n\n## `thumbd serve`: the daemon\n\n## Render workers (the sandbox)\n\n## Render workers (the sandbox)\n"
             .write(toFile: folder + "/docs/target.md", atomically: true, encoding: .utf8)
         let page = """

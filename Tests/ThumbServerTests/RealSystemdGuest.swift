@@ -1,4 +1,5 @@
 import Foundation
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,7 @@ final class SystemdGuest {
     }()
 
     let scratch: String
-    private let boot: ServeChild
+    private let boot: ChildProcess
     private var tornDown = false
 
     /// Boots the guest with `directories` bound read-only at their own paths, and waits until
@@ -42,19 +43,19 @@ final class SystemdGuest {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         // setpriv --pdeathsig: should this test process die, the boot process (unshare, which
         // takes the guest's PID 1 with it) dies too.
-        boot = try ServeChild(["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", "/bin/bash", Self.script, "boot", scratch]
-                              + directories, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
-                              stdout: scratch + "/console.log", stderr: scratch + "/console.log")
+        boot = try ChildProcess("/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", "/bin/bash", Self.script, "boot", scratch] + directories,
+                                environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
+                                stdout: .file(scratch + "/console.log"), stderr: .file(scratch + "/console.log"))
         do {
             try servePoll(timeout: 20, "the guest's PID file") {
-                if boot.poll() { throw ServeFailure("the guest did not boot (exit \(boot.exitCode ?? -1)):\n\(console)") }
+                if let ending = boot.ending { throw TestFailure("the guest did not boot (\(ending)):\n\(console)") }
                 return FileManager.default.fileExists(atPath: scratch + "/pid")
             }
             // The PID file comes just before the exec of systemd; until its manager socket is up,
             // systemctl answers "offline" or cannot connect at all.
             var state = Output(status: -1, stdout: Data(), stderr: "")
             try servePoll(timeout: 60, "the guest's systemd to finish booting") {
-                if boot.poll() { throw ServeFailure("the guest's PID 1 exited (\(boot.exitCode ?? -1)):\n\(console)") }
+                if let ending = boot.ending { throw TestFailure("the guest's PID 1 ended (\(ending)):\n\(console)") }
                 state = try run(["systemctl", "is-system-running", "--wait"], timeout: 60)
                 let booting = state.text == "offline" || state.text.isEmpty
                 if booting { usleep(100_000) }
@@ -62,7 +63,7 @@ final class SystemdGuest {
             }
             // "degraded": some unit of the image failed; thumbd's units are still checked one by one.
             guard ["running", "degraded"].contains(state.text) else {
-                throw ServeFailure("the guest's systemd did not finish booting: \(state.summary)\n\(console)")
+                throw TestFailure("the guest's systemd did not finish booting: \(state.summary)\n\(console)")
             }
             if state.text == "degraded" {
                 print("RealSystemdTests: guest booted degraded: \(try run(["systemctl", "--failed", "--no-legend"]).text)")
@@ -81,7 +82,7 @@ final class SystemdGuest {
     /// `timeout` there and, as a backstop, here.
     func run(_ arguments: [String], timeout: Double = 30) throws -> Output {
         try Self.execute(["/bin/bash", Self.script, "run", scratch, String(Int(timeout.rounded(.up)))] + arguments,
-                         timeout: timeout + 10, scratch: scratch)
+                         timeout: timeout + 10)
     }
 
     /// A bash script inside the guest, with -e and pipefail.
@@ -92,7 +93,7 @@ final class SystemdGuest {
     /// `systemctl show -p NAME --value UNIT`.
     func property(_ name: String, of unit: String = "thumbd.service") throws -> String {
         let result = try run(["systemctl", "show", "-p", name, "--value", unit])
-        guard result.status == 0 else { throw ServeFailure("systemctl show -p \(name) \(unit): \(result.summary)") }
+        guard result.status == 0 else { throw TestFailure("systemctl show -p \(name) \(unit): \(result.summary)") }
         return result.text
     }
 
@@ -103,7 +104,7 @@ final class SystemdGuest {
                          "--since", "@\(Int(since.timeIntervalSince1970))"]
         if let priority { arguments += ["-p", priority] }
         let result = try run(arguments)
-        guard result.status == 0 else { throw ServeFailure("journalctl: \(result.summary)") }
+        guard result.status == 0 else { throw TestFailure("journalctl: \(result.summary)") }
         return result.text
     }
 
@@ -112,7 +113,7 @@ final class SystemdGuest {
     func journalEntries(matching matches: [String]) throws -> [[String: String]] {
         _ = try run(["journalctl", "--sync"])
         let result = try run(["journalctl", "--no-pager", "-o", "json", "-u", "thumbd.service"] + matches)
-        guard result.status == 0 else { throw ServeFailure("journalctl: \(result.summary)") }
+        guard result.status == 0 else { throw TestFailure("journalctl: \(result.summary)") }
         return result.text.split(separator: "\n").compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }.map { object in object.compactMapValues { $0 as? String } }
@@ -122,7 +123,7 @@ final class SystemdGuest {
     func tearDown() {
         guard !tornDown else { return }
         tornDown = true
-        let result = try? Self.execute(["/bin/bash", Self.script, "teardown", scratch], timeout: 30, scratch: nil)
+        let result = try? Self.execute(["/bin/bash", Self.script, "teardown", scratch], timeout: 30)
         if result?.status != 0 { print("RealSystemdTests: teardown: \(result?.summary ?? "did not run")") }
         if boot.wait(timeout: 10) == nil {
             boot.signal(SIGKILL)
@@ -131,21 +132,11 @@ final class SystemdGuest {
         try? FileManager.default.removeItem(atPath: scratch)
     }
 
-    /// Runs a host command to completion (killed after `timeout`); output through files.
-    static func execute(_ argv: [String], timeout: Double, scratch: String?) throws -> Output {
-        let folder = (scratch ?? FileManager.default.temporaryDirectory.path) + "/run-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let child = try ServeChild(argv, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
-                                   stdout: folder + "/stdout", stderr: folder + "/stderr")
-        guard let status = child.wait(timeout: timeout) else {
-            child.signal(SIGKILL)
-            _ = child.wait(timeout: 5)
-            throw ServeFailure("timed out after \(timeout) s: \(argv.joined(separator: " "))")
-        }
-        let stdout = (try? Data(contentsOf: URL(fileURLWithPath: folder + "/stdout"))) ?? Data()
-        let stderr = (try? String(contentsOfFile: folder + "/stderr", encoding: .utf8)) ?? ""
-        return Output(status: status, stdout: stdout, stderr: stderr)
+    /// Runs a host command to completion (killed after `timeout`).
+    static func execute(_ argv: [String], timeout: Double) throws -> Output {
+        let child = try ChildProcess.run(argv[0], Array(argv.dropFirst()), environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], timeout: timeout)
+        guard !child.timedOut else { throw TestFailure("timed out after \(timeout) s: \(argv.joined(separator: " "))") }
+        return Output(status: child.status, stdout: child.stdoutData, stderr: child.stderr)
     }
 }
 

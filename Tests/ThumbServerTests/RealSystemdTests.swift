@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -223,28 +224,25 @@ extension RealSystemdTests {
         guard let section = lines.firstIndex(of: "## Install"),
               let open = lines[section...].firstIndex(of: "```sh"),
               let close = lines[(open + 1)...].firstIndex(of: "```") else {
-            throw ServeFailure("\(readme): no ```sh block under '## Install'")
+            throw TestFailure("\(readme): no ```sh block under '## Install'")
         }
         let block = lines[(open + 1)..<close].joined(separator: "\n")
         guard block.contains("systemctl enable --now thumbd.socket") else {
-            throw ServeFailure("\(readme): the install block no longer enables thumbd.socket; this test relies on it:\n\(block)")
+            throw TestFailure("\(readme): the install block no longer enables thumbd.socket; this test relies on it:\n\(block)")
         }
         return block
     }
 
     /// A small valid image of the corpus (manifest.tsv: expect "valid") with a side above `pixels`.
     static func corpusAsset(format: String, widerThan pixels: Int) throws -> String {
-        let manifest = try String(contentsOfFile: ServePaths.corpus + "/manifest.tsv", encoding: .utf8)
-        for line in manifest.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count > 7, fields[4] == format, fields[7] == "valid",
-                  let bytes = Int(fields[2]), (20_000...300_000).contains(bytes) else { continue }
-            let sides = fields[5].split(separator: "x").compactMap { Int($0) }
+        for row in try CorpusManifest.jpegAndPNG() {
+            guard row.format == format, row.expect == "valid", let bytes = row.bytes, (20_000...300_000).contains(bytes) else { continue }
+            // "100x100 SOF3" gives one number: skipped, as its size is not the plain "WxH".
+            let sides = row.dims.split(separator: "x").compactMap { Int($0) }
             guard sides.count == 2, let longer = sides.max(), longer > pixels else { continue }
-            let path = ServePaths.corpus + "/" + fields[0] + "/" + fields[1]
-            if FileManager.default.fileExists(atPath: path) { return path }
+            if FileManager.default.fileExists(atPath: row.path) { return row.path }
         }
-        throw ServeFailure("no valid \(format) of 20-300 KB above \(pixels) px in \(ServePaths.corpus)/manifest.tsv")
+        throw TestFailure("no valid \(format) of 20-300 KB above \(pixels) px in \(ServePaths.corpus)/manifest.tsv")
     }
 
     /// For a bash command line.
@@ -257,7 +255,7 @@ extension RealSystemdTests {
         for part in span.split(separator: " ") {
             guard let (suffix, factor) = units.first(where: { part.hasSuffix($0.0) }),
                   let value = Double(part.dropLast(suffix.count)) else {
-                throw ServeFailure("unexpected time span '\(span)'")
+                throw TestFailure("unexpected time span '\(span)'")
             }
             total += value * factor
         }

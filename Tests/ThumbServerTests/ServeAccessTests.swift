@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbAccess
 
 /// Issue 23: who may do what. Findings 1 to 3 as a hostile caller would try them, and the access
@@ -112,13 +113,9 @@ import ThumbAccess
 
     /// What a command printed, trimmed; a failure names its stderr.
     static func output(of argv: [String]) throws -> String {
-        let output = NSTemporaryDirectory() + "/thumbd-sign-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: output); try? FileManager.default.removeItem(atPath: output + ".err") }
-        let child = try ServeChild(argv, environment: ServeChild.cleanEnvironment, stdout: output, stderr: output + ".err")
-        guard child.wait(timeout: 30) == 0 else {
-            throw ServeFailure("\(argv[1]) failed: \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
-        }
-        return try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try ChildProcess.run(argv[0], Array(argv.dropFirst()), environment: ChildProcess.cleanEnvironment, timeout: 30)
+        guard result.exitCode == 0 else { throw TestFailure("\(argv[1]) failed: \(result.summary)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("signed URLs on TCP: unsigned, tampered, expired and unknown-key 403; both keys of a rotation, the Python and Node signers and thumbd sign accepted")

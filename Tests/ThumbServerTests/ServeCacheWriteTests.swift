@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,10 +81,10 @@ struct ServeCacheWriteTests {
         let argv = ["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
                     #"mount -t tmpfs -o size=1m thumbd-test-cache "$0" && exec "$@""#, daemon.cache,
                     try ServePaths.thumbd(), "serve", "--config", daemon.configPath]
-        let child = try ServeChild(argv, environment: ServeChild.cleanEnvironment, stdout: daemon.directory + "/stdout.log",
-                                   stderr: daemon.logPath)
+        let child = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: ChildProcess.cleanEnvironment,
+                                     stdout: .file(daemon.directory + "/stdout.log"), stderr: .file(daemon.logPath))
         try servePoll(timeout: 20, "the daemon on a tmpfs cache:\n\(daemon.log)") {
-            if child.poll() { throw ServeFailure("exited \(child.exitCode ?? -1):\n\(daemon.log)") }
+            if let ending = child.ending { throw TestFailure("\(ending):\n\(daemon.log)") }
             return daemon.log.contains("<5>thumbd serving")
         }
         // The daemon's view: its mount namespace, through /proc (the tmpfs is not visible here).
@@ -116,6 +117,6 @@ struct ServeCacheWriteTests {
         let metrics = try daemon.metrics()
         #expect(metrics["thumbd_cache_bytes{level=\"disk\"}"] <= Double(1 << 20), "\(metrics.text)")
         child.signal(SIGTERM)
-        #expect(child.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(child.wait(timeout: 20)?.status == 0, "\(daemon.log)")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 @testable import ThumbPipeline
 @testable import ThumbServer
 #if canImport(Glibc)
@@ -60,10 +61,10 @@ struct ServeConfinementTests {
         #expect(chmod(daemon.assets + "/private", 0o700) == 0)
         let argv = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
                     try ServePaths.thumbd(), "serve", "--config", daemon.configPath]
-        let child = try ServeChild(argv, environment: ServeChild.cleanEnvironment, stdout: daemon.directory + "/stdout.log",
-                                   stderr: daemon.logPath)
+        let child = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: ChildProcess.cleanEnvironment,
+                                     stdout: .file(daemon.directory + "/stdout.log"), stderr: .file(daemon.logPath))
         try servePoll(timeout: 20, "the daemon as nobody:\n\(daemon.log)") {
-            if child.poll() { throw ServeFailure("exited \(child.exitCode ?? -1):\n\(daemon.log)") }
+            if let ending = child.ending { throw TestFailure("\(ending):\n\(daemon.log)") }
             return daemon.log.contains("<5>thumbd serving")
         }
         #expect(try daemon.request("/v1/thumbnails/large/open.png").status == 200)
@@ -75,7 +76,7 @@ struct ServeConfinementTests {
         let outside = try daemon.request("/v1/thumbnails/large/%2e%2e/thumbd.json")
         #expect(outside.status == 403 && outside.errorCode == "forbidden", "\(outside.summary)")
         child.signal(SIGTERM)
-        #expect(child.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(child.wait(timeout: 20)?.status == 0, "\(daemon.log)")
     }
 
     /// The HTTP side of the failure taxonomy this area adds (the pipeline tests make each happen).

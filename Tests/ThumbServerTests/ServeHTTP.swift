@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,12 +38,11 @@ enum ServeCurl {
     /// `contentType`: of the body (nil: none sent).
     static func request(url: String, via: [String] = [], runAs: [String] = [], method: String = "GET", headers: [String] = [],
                         body: String? = nil, contentType: String? = "application/json", timeout: Double = 30) throws -> ServeResponse {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-curl-\(UUID().uuidString)").path
         // Writable by the user `runAs` names.
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let scratch = try ScratchDirectory("curl", permissions: 0o777)
+        defer { scratch.remove() }
         var argv = runAs + [curl, "--silent", "--path-as-is"] + via + ["--max-time", String(timeout),
-                    "--dump-header", scratch + "/headers", "--output", scratch + "/body", "--write-out", "%{http_code}"]
+                    "--dump-header", scratch.path("headers"), "--output", scratch.path("body"), "--write-out", "%{http_code}"]
         if method == "HEAD" { argv.append("--head") } else if method != "GET" { argv += ["--request", method] }
         for header in headers { argv += ["--header", header] }
         if let body {
@@ -50,10 +50,9 @@ enum ServeCurl {
         }
         argv.append(url)
         let start = Date()
-        let child = try ServeChild(argv, environment: ServeChild.cleanEnvironment,
-                                   stdout: scratch + "/code", stderr: scratch + "/stderr")
-        guard let exit = child.wait(timeout: timeout + 10) else { throw ServeFailure("curl \(url) hung") }
-        let read = { (name: String) in (try? Data(contentsOf: URL(fileURLWithPath: scratch + "/" + name))) ?? Data() }
+        let child = try ChildProcess.run(argv[0], Array(argv.dropFirst()), environment: ChildProcess.cleanEnvironment, timeout: timeout + 10)
+        guard !child.timedOut else { throw TestFailure("curl \(url) hung") }
+        let read = { (name: String) in (try? Data(contentsOf: URL(fileURLWithPath: scratch.path(name)))) ?? Data() }
         // The last header block (a 100 Continue may come first).
         let block = String(decoding: read("headers"), as: UTF8.self).components(separatedBy: "\r\n\r\n")
             .last(where: { !$0.isEmpty }) ?? ""
@@ -62,7 +61,7 @@ enum ServeCurl {
             guard let colon = line.firstIndex(of: ":") else { continue }
             parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        return ServeResponse(status: Int(String(decoding: read("code"), as: UTF8.self)) ?? 0, curlExit: exit,
+        return ServeResponse(status: Int(child.stdout) ?? 0, curlExit: child.status,
                              headers: parsed, body: Array(read("body")), seconds: Date().timeIntervalSince(start))
     }
 
@@ -89,7 +88,7 @@ final class ServePending: Sendable {
 
     func result(timeout: Double = 60) throws -> ServeResponse {
         guard done.wait(timeout: .now() + timeout) == .success, let result = box.withLock({ $0 }) else {
-            throw ServeFailure("no answer within \(timeout) s")
+            throw TestFailure("no answer within \(timeout) s")
         }
         return try result.get()
     }
@@ -104,28 +103,23 @@ final class ServeBatch {
         var path: String
     }
 
-    let scratch: String
-    let child: ServeChild
+    let child: ChildProcess
     let count: Int
     let timeout: Double
 
     init(socket: String, paths: [String], timeout: Double) throws {
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-batch-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         var argv = [ServeCurl.curl, "--silent", "--no-progress-meter", "--path-as-is", "--unix-socket", socket,
                     "--max-time", String(timeout), "--parallel", "--parallel-immediate", "--parallel-max", "100",
                     "--write-out", "%{http_code} %{exitcode} [%header{retry-after}] %{url}\n"]
         for path in paths { argv += ["--output", "/dev/null", "http://thumbd" + path] }
-        child = try ServeChild(argv, environment: ServeChild.cleanEnvironment, stdout: scratch + "/out", stderr: scratch + "/err")
+        child = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: ChildProcess.cleanEnvironment, stdout: .captured)
         count = paths.count
         self.timeout = timeout
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: scratch) }
-
     func finish() throws -> [Result] {
-        guard child.wait(timeout: timeout + 10) != nil else { throw ServeFailure("curl batch hung") }
-        let output = (try? String(contentsOfFile: scratch + "/out", encoding: .utf8)) ?? ""
+        guard child.wait(timeout: timeout + 10) != nil else { throw TestFailure("curl batch hung") }
+        let output = child.stdout
         let results = output.split(separator: "\n").map { line -> Result in
             let fields = line.split(separator: " ", maxSplits: 3).map(String.init)
             let retry = fields.count > 2 ? String(fields[2].dropFirst().dropLast()) : ""
@@ -133,7 +127,7 @@ final class ServeBatch {
             return Result(status: Int(fields.first ?? "") ?? 0, curlExit: Int32(fields.count > 1 ? fields[1] : "") ?? -1,
                           retryAfter: retry, path: path)
         }
-        guard results.count == count else { throw ServeFailure("curl batch: \(results.count) results for \(count):\n\(output)") }
+        guard results.count == count else { throw TestFailure("curl batch: \(results.count) results for \(count):\n\(output)") }
         return results
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbPipeline
 @testable import ThumbServer
@@ -251,21 +252,20 @@ struct ServeHitPathTests {
 
 /// An `HTTPServer` on a Unix socket in a scratch folder, stopped when dropped.
 final class HitPathServer {
-    let directory: String
+    let directory: ScratchDirectory
     let socket: String
     let server: HTTPServer
 
     init(handler: @escaping HTTPHandler) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-hit-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        socket = directory + "/s.sock"
+        directory = try ScratchDirectory("hit")
+        socket = directory.path("s.sock")
         let listener = try Listener.unix(path: socket, mode: 0o600, group: nil)
         server = try HTTPServer(listeners: [listener], threadsPerListener: 1, maxConnections: 8, handler: handler)
     }
 
     deinit {
         server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        directory.remove()
     }
 
     func client() throws -> HitPathClient { try HitPathClient(socket: socket) }
@@ -291,7 +291,7 @@ final class HitPathClient {
     private var pending: [UInt8] = []
 
     init(socket path: String) throws {
-        guard case let (descriptor, _)? = ServeEndpoint.unix(path).connect() else { throw ServeFailure("cannot connect to \(path)") }
+        guard case let (descriptor, _)? = ServeEndpoint.unix(path).connect() else { throw TestFailure("cannot connect to \(path)") }
         self.descriptor = descriptor
     }
 
@@ -301,11 +301,11 @@ final class HitPathClient {
         var bytes = Array(text.utf8)[...]
         let deadline = Date().addingTimeInterval(10)
         while !bytes.isEmpty {
-            guard ServeRaw.wait(descriptor, for: Int16(POLLOUT), until: deadline) else { throw ServeFailure("could not send") }
+            guard ServeRaw.wait(descriptor, for: Int16(POLLOUT), until: deadline) else { throw TestFailure("could not send") }
             let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent < 0 {
                 if errno == EAGAIN || errno == EINTR { continue }
-                throw ServeFailure("send: \(String(cString: strerror(errno)))")
+                throw TestFailure("send: \(String(cString: strerror(errno)))")
             }
             bytes = bytes.dropFirst(sent)
         }
@@ -313,7 +313,7 @@ final class HitPathClient {
 
     /// Reads more into `pending`; false at the end of the stream.
     private func fill(until deadline: Date) throws -> Bool {
-        guard ServeRaw.wait(descriptor, for: Int16(POLLIN), until: deadline) else { throw ServeFailure("no answer in time") }
+        guard ServeRaw.wait(descriptor, for: Int16(POLLIN), until: deadline) else { throw TestFailure("no answer in time") }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         let count = recv(descriptor, &buffer, buffer.count, 0)
         if count > 0 { pending += buffer[..<count]; return true }
@@ -328,9 +328,9 @@ final class HitPathClient {
         var end: Int?
         while end == nil {
             end = pending.count >= 4 ? (0...(pending.count - 4)).first { pending[$0..<($0 + 4)].elementsEqual(separator) } : nil
-            if end == nil { guard try fill(until: deadline) else { throw ServeFailure("closed before an answer") } }
+            if end == nil { guard try fill(until: deadline) else { throw TestFailure("closed before an answer") } }
         }
-        guard let end else { throw ServeFailure("no head") }
+        guard let end else { throw TestFailure("no head") }
         let head = String(decoding: pending[..<end], as: UTF8.self).components(separatedBy: "\r\n")
         pending.removeFirst(end + 4)
         var answer = HitPathAnswer()
@@ -339,7 +339,7 @@ final class HitPathClient {
         answer.lines = Array(head.dropFirst())
         let length = method == "HEAD" ? 0 : Int(answer.header("content-length") ?? "0") ?? 0
         while pending.count < length {
-            guard try fill(until: deadline) else { throw ServeFailure("closed after \(pending.count) of \(length) body bytes") }
+            guard try fill(until: deadline) else { throw TestFailure("closed after \(pending.count) of \(length) body bytes") }
         }
         answer.body = Array(pending[..<length])
         pending.removeFirst(length)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,9 +17,9 @@ struct ServeOwnershipTests {
     /// and returns the exit status and stderr once it exits (nil status: still running after 20 s).
     static func runBeside(_ daemon: ServeDaemon, _ arguments: [String], name: String) throws -> (status: Int32?, log: String) {
         let logPath = daemon.directory + "/\(name).log"
-        let child = try ServeChild([try ServePaths.thumbd()] + arguments, environment: ServeChild.cleanEnvironment,
-                                   stdout: daemon.directory + "/\(name).out", stderr: logPath)
-        let status = child.wait(timeout: 20)
+        let child = try ChildProcess(try ServePaths.thumbd(), arguments, environment: ChildProcess.cleanEnvironment,
+                                     stdout: .file(daemon.directory + "/\(name).out"), stderr: .file(logPath))
+        let status = child.wait(timeout: 20)?.status
         return (status, (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
     }
 
@@ -79,7 +80,7 @@ struct ServeOwnershipTests {
         }
         #expect(bound == 0 && listen(server, 8) == 0)
         try daemon.start(waitForReady: false)
-        let status = daemon.child?.wait(timeout: 20)
+        let status = daemon.child?.wait(timeout: 20)?.status
         #expect(status == 75, "\(daemon.log)")
         #expect(daemon.log.contains("is in use: a server answered on it; not replacing it"), "\(daemon.log)")
         #expect(Self.isListening(daemon.socket), "the other server's socket was taken away")
@@ -90,7 +91,7 @@ struct ServeOwnershipTests {
         let daemon = try ServeDaemon(assets: ["a.png": Self.image])
         try daemon.start()
         daemon.signal(SIGKILL)
-        _ = daemon.child?.wait(timeout: 10)
+        _ = daemon.child?.wait(timeout: 10)?.status
         #expect(FileManager.default.fileExists(atPath: daemon.socket), "SIGKILL leaves the socket file behind")
         #expect(!Self.isListening(daemon.socket))
         try daemon.start()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,7 +27,7 @@ struct ServePlaceholderTests {
         var last: [String: [String: Any]] = [:]
         try servePoll(timeout: 30, "placeholders of \(assets)") {
             let response = try daemon.request("/v1/placeholders", method: "POST", body: body)
-            guard response.status == 200 else { throw ServeFailure("POST /v1/placeholders: \(response.summary)") }
+            guard response.status == 200 else { throw TestFailure("POST /v1/placeholders: \(response.summary)") }
             last = entries(response)
             return assets.allSatisfy { last[$0]?["status"] as? String == "ready" }
         }

@@ -51,7 +51,7 @@ struct ServeSandboxTests {
         func hit() throws -> Double {
             let start = ContinuousClock.now
             let answer = ServeRaw.get(endpoint, "/v1/thumbnails/large/good.jpg", timeout: 5)
-            guard answer.status == 200 else { throw ServeFailure("a cache hit failed: \(answer)") }
+            guard answer.status == 200 else { throw TestFailure("a cache hit failed: \(answer)") }
             return (ContinuousClock.now - start) / .seconds(1)
         }
         // Hits paced one per millisecond (a client's load, not a flood that would starve the
@@ -69,7 +69,7 @@ struct ServeSandboxTests {
         }
         let before = try hits(while: { false }, atLeast: 300)
         let storm = try ServeCurl.startBatch(socket: daemon.socket, names.map { "/v1/thumbnails/large/\($0)" }, timeout: 60)
-        let during = try hits(while: { !storm.child.poll() }, atLeast: 100)
+        let during = try hits(while: { storm.child.isRunning }, atLeast: 100)
         let results = try storm.finish()
         let after = try hits(while: { false }, atLeast: 300)
         #expect(results.allSatisfy { $0.status == 500 }, "\(results.filter { $0.status != 500 }.prefix(5))")
@@ -150,22 +150,17 @@ struct ServeSandboxTests {
     func outOfMemoryIsTooLargeNotUndecodable() throws {
         // A 15000 x 15000 lossless WebP (2 MB): libwebp keeps the whole ARGB frame (900 MB), past a
         // 256 MiB worker; the default limit (4 GiB) renders it.
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-oom-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let source = scratch + "/huge.webp"
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", """
+        let scratch = try ScratchDirectory("oom")
+        defer { scratch.remove() }
+        let source = scratch.path("huge.webp")
+        let python = try ChildProcess.run("/usr/bin/env", ["python3", "-c", """
             import sys
             from PIL import Image, ImageDraw
             im = Image.new('RGBA', (15000, 15000), (200, 100, 50, 255))
             ImageDraw.Draw(im).rectangle((1000, 1000, 5000, 7000), fill=(20, 160, 90, 128))
             im.save(sys.argv[1], lossless=True, quality=0, method=0)
-            """, source]
-        try python.run()
-        python.waitUntilExit()
-        try #require(python.terminationStatus == 0, "python3 with Pillow is needed to write the WebP")
+            """, source], timeout: 300)
+        try #require(python.exitCode == 0, "python3 with Pillow is needed to write the WebP: \(python.summary)")
 
         let small = try ServeDaemon(config: ServeDaemon.config(extra: ["limits": ["workerMemoryBytes": 256 << 20]]),
                                     assets: ["huge.webp": source])
@@ -200,27 +195,19 @@ struct ServeSandboxTests {
 
     @Test("the corpus (decode and fail alike) and hostile requests through the sandboxed daemon: answers as the manifest says, no worker crash, one daemon")
     func corpusWalkThroughWorkers() throws {
-        let manifest = try String(contentsOfFile: ServePaths.corpus + "/manifest.tsv", encoding: .utf8)
         var expected: [String: Bool] = [:]
         var assets: [String: String] = [:]
-        for line in manifest.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count > 6, ["OK", "WARN", "ERROR"].contains(fields[6]) else { continue }
-            let name = "\(fields[0])/\(fields[1])"
-            assets[name] = ServePaths.corpus + "/" + name
+        for row in try CorpusManifest.jpegAndPNG() where ["OK", "WARN", "ERROR"].contains(row.status) {
+            assets[row.relativePath] = row.path
             // A HEIC under a .jpg name is an ERROR of that manifest (of JPEG decoders): thumbd reads it by content.
-            let head = [UInt8]((FileManager.default.contents(atPath: ServePaths.corpus + "/" + name) ?? Data()).prefix(12))
+            let head = [UInt8]((FileManager.default.contents(atPath: row.path) ?? Data()).prefix(12))
             let isHEIF = head.count == 12 && head[4..<8].elementsEqual(Array("ftyp".utf8))
-            expected[name] = fields[6] != "ERROR" || isHEIF
+            expected[row.relativePath] = row.status != "ERROR" || isHEIF
         }
         // The WebP, GIF, HEIF and AVIF files too: the new decoders run in the same workers.
-        let formats = try String(contentsOfFile: ServePaths.corpus + "/formats-manifest.tsv", encoding: .utf8)
-        for line in formats.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count > 6, ["OK", "ERROR"].contains(fields[6]) else { continue }
-            let name = "\(fields[0])/\(fields[1])"
-            assets[name] = ServePaths.corpus + "/" + name
-            expected[name] = fields[6] == "OK"
+        for row in try CorpusManifest.otherFormats() where ["OK", "ERROR"].contains(row.status) {
+            assets[row.relativePath] = row.path
+            expected[row.relativePath] = row.status == "OK"
         }
         #expect(expected.count > 660)
         let daemon = try ServeDaemon(config: ServeDaemon.config(), assets: assets)
@@ -260,18 +247,18 @@ struct ServeSandboxTests {
     @Test("thumbd render --sandbox: the same bytes as in-process; a worker crash fails its input only (exit 70)")
     func renderSandboxed() throws {
         let photo = try ServePaths.largePhotos()[0]
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-render-sandbox-\(getpid())").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = try ScratchDirectory("render-sandbox")
+        defer { scratch.remove() }
+        let folder = scratch.path
         let trap = folder + "/trap.jpg"
         try Data("THUMBD-FAULT:trap\n".utf8).write(to: URL(fileURLWithPath: trap))
         func render(_ inputs: [String], into out: String, sandbox: Bool, environment: [String: String] = [:]) throws -> Int32? {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-            let child = try ServeChild([try ServePaths.thumbd(), "render"] + inputs + ["--slot", "large", "--out-dir", out]
-                                       + (sandbox ? ["--sandbox"] : []),
-                                       environment: ServeChild.cleanEnvironment.merging(environment) { _, new in new },
-                                       stdout: out + "/stdout", stderr: out + "/stderr")
-            return child.wait(timeout: 60)
+            let child = try ChildProcess(try ServePaths.thumbd(), ["render"] + inputs + ["--slot", "large", "--out-dir", out]
+                                         + (sandbox ? ["--sandbox"] : []),
+                                         environment: ChildProcess.cleanEnvironment.merging(environment) { _, new in new },
+                                         stdout: .file(out + "/stdout"), stderr: .file(out + "/stderr"))
+            return child.wait(timeout: 60)?.status
         }
         #expect(try render([photo], into: folder + "/in", sandbox: false) == 0)
         #expect(try render([photo], into: folder + "/out", sandbox: true) == 0)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 import ThumbPipeline
 #if canImport(Glibc)
@@ -65,7 +66,7 @@ struct ServeSignalTests {
         let runningAtTerm = try daemon.metrics()["thumbd_running_renders"] == 1
         daemon.signal(SIGTERM)
         let results = try waiting.finish() + queued.finish()
-        #expect(daemon.child?.wait(timeout: 30) == 0, "\(daemon.log)")
+        #expect(daemon.child?.wait(timeout: 30)?.status == 0, "\(daemon.log)")
 
         for result in results {
             #expect(result.curlExit == 0 && [200, 503].contains(result.status),
@@ -113,14 +114,10 @@ struct ServeSignalTests {
 
     /// The index's entries (file_path → bytes), read with the sqlite3 command-line tool.
     static func indexRows(_ database: String) throws -> [String: Int] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-sqlite-\(UUID().uuidString)").path
-        defer { for suffix in [".out", ".err"] { try? FileManager.default.removeItem(atPath: scratch + suffix) } }
-        let child = try ServeChild(["/usr/bin/sqlite3", "-readonly", database, "SELECT file_path, bytes FROM entries"],
-                                   environment: ServeChild.cleanEnvironment, stdout: scratch + ".out", stderr: scratch + ".err")
-        let status = child.wait(timeout: 20)
-        let read = { (suffix: String) in (try? String(contentsOfFile: scratch + suffix, encoding: .utf8)) ?? "" }
-        guard status == 0 else { throw ServeFailure("sqlite3 exited \(status ?? -1): \(read(".err"))") }
-        let output = read(".out")
+        let sqlite = try ChildProcess.run("/usr/bin/sqlite3", ["-readonly", database, "SELECT file_path, bytes FROM entries"],
+                                          environment: ChildProcess.cleanEnvironment, timeout: 20)
+        guard sqlite.exitCode == 0 else { throw TestFailure("sqlite3: \(sqlite.summary)") }
+        let output = sqlite.stdout
         var rows: [String: Int] = [:]
         for line in output.split(separator: "\n") {
             let fields = line.split(separator: "|")
@@ -154,7 +151,7 @@ struct ServeExitTests {
     /// Starts the daemon and waits for it to give up.
     func exitStatus(_ daemon: ServeDaemon, arguments: [String]? = nil) throws -> Int32? {
         try daemon.start(arguments: arguments, waitForReady: false)
-        return daemon.child?.wait(timeout: 15)
+        return daemon.child?.wait(timeout: 15)?.status
     }
 
     @Test("a bad config: exit 78 and stderr names the key", arguments: badConfigs)

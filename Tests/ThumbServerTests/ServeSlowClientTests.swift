@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,7 @@ struct ServeSlowClientTests {
     /// Connections the daemon cut at its normal deadline and at its crowded one.
     static func slowClientsCut(_ endpoint: ServeEndpoint) throws -> (normal: Double, crowded: Double) {
         let answer = get(endpoint, "/metrics", within: 10)
-        guard answer.status == 200 else { throw ServeFailure("GET /metrics on \(endpoint): \(answer)") }
+        guard answer.status == 200 else { throw TestFailure("GET /metrics on \(endpoint): \(answer)") }
         let metrics = ServeMetrics(String(decoding: answer.body, as: UTF8.self))
         return (metrics[#"thumbd_http_slow_clients_total{deadline="normal"}"#], metrics[#"thumbd_http_slow_clients_total{deadline="crowded"}"#])
     }
@@ -38,7 +39,7 @@ struct ServeSlowClientTests {
     /// Opens a connection and sends `bytes` one at a time, `interval` apart, while watching for the server closing it.
     /// Returns the seconds until the server closed it, or nil if it was still open after `limit`.
     static func trickle(_ endpoint: ServeEndpoint, prefix: [UInt8] = [], interval: Double, limit: Double) throws -> Double? {
-        guard let (descriptor, _) = endpoint.connect() else { throw ServeFailure("cannot connect to \(endpoint)") }
+        guard let (descriptor, _) = endpoint.connect() else { throw TestFailure("cannot connect to \(endpoint)") }
         defer { close(descriptor) }
         let start = Date()
         if !prefix.isEmpty {
@@ -46,7 +47,7 @@ struct ServeSlowClientTests {
             _ = prefix.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             var buffer = [UInt8](repeating: 0, count: 65536)
             guard ServeRaw.wait(descriptor, for: Int16(POLLIN), until: start.addingTimeInterval(10)),
-                  recv(descriptor, &buffer, buffer.count, 0) > 0 else { throw ServeFailure("no answer to the first request") }
+                  recv(descriptor, &buffer, buffer.count, 0) > 0 else { throw TestFailure("no answer to the first request") }
         }
         let header = Array("GET /healthz HTTP/1.1\r\nHost: slow\r\nX-Slow: ".utf8)
         var sent = 0
@@ -69,7 +70,7 @@ struct ServeSlowClientTests {
         let endpoint = ServeEndpoint.unix(daemon.socket)
 
         // Slow but finite: 12 pieces a quarter second apart is well inside the 10 s deadline.
-        guard let (descriptor, _) = endpoint.connect() else { throw ServeFailure("cannot connect") }
+        guard let (descriptor, _) = endpoint.connect() else { throw TestFailure("cannot connect") }
         let request = Array("GET /healthz HTTP/1.1\r\nHost: slow\r\nConnection: close\r\n\r\n".utf8)
         let pieceBytes = (request.count + 11) / 12
         for piece in stride(from: 0, to: request.count, by: pieceBytes) {
@@ -222,7 +223,7 @@ final class ServeTask<Value: Sendable>: Sendable {
 
     func result(timeout: Double) throws -> Value {
         guard done.wait(timeout: .now() + timeout) == .success, let result = box.withLock({ $0 }) else {
-            throw ServeFailure("no result within \(timeout) s")
+            throw TestFailure("no result within \(timeout) s")
         }
         return try result.get()
     }

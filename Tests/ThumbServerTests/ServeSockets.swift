@@ -1,4 +1,5 @@
 import Foundation
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,11 +62,11 @@ enum ServeEndpoint: Sendable, CustomStringConvertible {
     /// A loopback TCP port free right now (bound to port 0, then released).
     static func freePort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ServeFailure("socket: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         var address = inet("127.0.0.1", port: 0)
         guard withSockaddr(&address, { bind(descriptor, $0, $1) }) == 0 else {
-            throw ServeFailure("bind 127.0.0.1:0: \(String(cString: strerror(errno)))")
+            throw TestFailure("bind 127.0.0.1:0: \(String(cString: strerror(errno)))")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -93,11 +94,11 @@ enum ServeEndpoint: Sendable, CustomStringConvertible {
 /// inherits the limit): raises the soft limit toward the hard one.
 func serveRaiseDescriptorLimit(to wanted: Int) throws {
     var limit = rlimit()
-    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw ServeFailure("getrlimit") }
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw TestFailure("getrlimit") }
     guard limit.rlim_cur < rlim_t(wanted) else { return }
     limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
     guard setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur >= rlim_t(wanted) else {
-        throw ServeFailure("this test needs \(wanted) open files; the hard limit is \(limit.rlim_max)")
+        throw TestFailure("this test needs \(wanted) open files; the hard limit is \(limit.rlim_max)")
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
@@ -55,7 +56,7 @@ struct ServeStartupTests {
         try daemon.start(environment: ["THUMBD_TEST_HOLD": "reconcile"])
         #expect(try daemon.request("/readyz").status == 503)
         daemon.signal(SIGTERM)
-        #expect(daemon.child?.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(daemon.child?.wait(timeout: 20)?.status == 0, "\(daemon.log)")
         #expect(daemon.log.contains("<5>stopped"), "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
         // The lock is released and the index whole: it opens again with its thumbnail.
@@ -70,7 +71,7 @@ struct ServeStartupTests {
         try daemon.start(environment: ["THUMBD_TEST_HOLD": "open"], waitForReady: false)
         try daemon.waitForLog("<6>start-up held before opening the cache")
         daemon.signal(SIGTERM)
-        #expect(daemon.child?.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(daemon.child?.wait(timeout: 20)?.status == 0, "\(daemon.log)")
         #expect(daemon.log.contains("<5>stop requested during start-up"), "\(daemon.log)")
         #expect(!daemon.log.contains("thumbd serving"), "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
@@ -108,7 +109,7 @@ struct ServeStartupTests {
         try daemon.start()
         try daemon.waitForMetrics("some of the backlog drained", timeout: 60) { $0["thumbd_backlog_drained_total"] >= 3 }
         daemon.signal(SIGKILL)
-        _ = daemon.child?.wait(timeout: 20)
+        _ = daemon.child?.wait(timeout: 20)?.status
 
         let cached = Set(try Self.column(daemon.cache, "SELECT DISTINCT asset_path FROM entries"))
         let waiting = Set(try Self.column(daemon.cache, "SELECT asset_path FROM backlog"))
@@ -126,13 +127,9 @@ struct ServeStartupTests {
 
     /// One column of a query on the cache index, read with the sqlite3 command-line tool.
     static func column(_ cache: String, _ sql: String) throws -> [String] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-sqlite-\(UUID().uuidString)").path
-        defer { for suffix in [".out", ".err"] { try? FileManager.default.removeItem(atPath: scratch + suffix) } }
-        let child = try ServeChild(["/usr/bin/sqlite3", cache + "/index.sqlite", sql],
-                                   environment: ServeChild.cleanEnvironment, stdout: scratch + ".out", stderr: scratch + ".err")
-        let status = child.wait(timeout: 20)
-        let read = { (suffix: String) in (try? String(contentsOfFile: scratch + suffix, encoding: .utf8)) ?? "" }
-        guard status == 0 else { throw ServeFailure("sqlite3 exited \(status ?? -1): \(read(".err"))") }
-        return read(".out").split(separator: "\n").map(String.init)
+        let sqlite = try ChildProcess.run("/usr/bin/sqlite3", [cache + "/index.sqlite", sql], environment: ChildProcess.cleanEnvironment,
+                                          timeout: 20)
+        guard sqlite.exitCode == 0 else { throw TestFailure("sqlite3: \(sqlite.summary)") }
+        return sqlite.stdout.split(separator: "\n").map(String.init)
     }
 }

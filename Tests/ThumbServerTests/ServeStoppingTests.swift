@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,7 @@ struct ServeStoppingTests {
         let big = "/v1/thumbnails/xx-large/p0.jpg?scale=4"
         let warm = try daemon.request(big, timeout: 60)
         try #require(warm.status == 200 && warm.body.count > 1 << 20, "expected a large thumbnail: \(warm.summary)")
-        guard let (stalled, _) = unix.connect() else { throw ServeFailure("cannot connect") }
+        guard let (stalled, _) = unix.connect() else { throw TestFailure("cannot connect") }
         var stalledOpen = true
         defer { if stalledOpen { close(stalled) } }
         let request = Array("GET \(big) HTTP/1.1\r\nHost: thumbd\r\n\r\n".utf8)
@@ -47,7 +48,7 @@ struct ServeStoppingTests {
 
         close(stalled)
         stalledOpen = false
-        #expect(daemon.child?.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(daemon.child?.wait(timeout: 20)?.status == 0, "\(daemon.log)")
         #expect(daemon.log.contains("<5>stopped"), "\(daemon.log)")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,7 +44,7 @@ struct ServeSystemdTests {
         _ = try notify.receive(timeout: 10, into: &messages) { $0.contains("READY=1") }
         daemon.signal(SIGTERM)
         _ = try notify.receive(timeout: 10, into: &messages) { $0.contains("STOPPING=1") }
-        #expect(daemon.child?.wait(timeout: 20) == 0, "\(daemon.log)")
+        #expect(daemon.child?.wait(timeout: 20)?.status == 0, "\(daemon.log)")
         #expect(messages.filter { $0.contains("READY=1") }.count == 2, "READY=1 at start and after the reload: \(messages)")
     }
 }
@@ -56,7 +57,7 @@ final class ServeSocket {
     init(_ type: __socket_type, at path: String) throws {
         self.path = path
         var fd = socket(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ServeFailure("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
         if fd == 3 { // fd 3 is where the child gets it: keep ours elsewhere so that dup2 really happens
             let moved = fcntl(fd, F_DUPFD_CLOEXEC, 10)
             close(fd)
@@ -71,8 +72,8 @@ final class ServeSocket {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0 else { throw ServeFailure("bind \(path): \(String(cString: strerror(errno)))") }
-        if type == SOCK_STREAM && listen(fd, 64) != 0 { throw ServeFailure("listen: \(String(cString: strerror(errno)))") }
+        guard bound == 0 else { throw TestFailure("bind \(path): \(String(cString: strerror(errno)))") }
+        if type == SOCK_STREAM && listen(fd, 64) != 0 { throw TestFailure("listen: \(String(cString: strerror(errno)))") }
     }
 
     deinit { close(descriptor) }
@@ -83,7 +84,7 @@ final class ServeSocket {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { throw ServeFailure("no wanted notification within \(timeout) s; got \(messages)") }
+            guard left > 0 else { throw TestFailure("no wanted notification within \(timeout) s; got \(messages)") }
             var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&entry, 1, Int32(left * 1000) + 1) > 0 else { continue }
             let count = recv(descriptor, &buffer, buffer.count, 0)

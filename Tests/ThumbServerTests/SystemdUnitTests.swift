@@ -60,10 +60,10 @@ struct SystemdUnitTests {
     @Test("thumbd.sysusers creates the thumbd user and group (dry run)")
     func sysusersDryRun() throws {
         let sysusers = try SystemdTools.require("systemd-sysusers")
-        let root = try SystemdStage.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let root = try ScratchDirectory("systemd-root")
+        defer { root.remove() }
         let file = SystemdTools.packageRoot.appendingPathComponent("systemd/thumbd.sysusers").path
-        let result = try SystemdTools.run(sysusers, ["--root=\(root)", "--dry-run", file])
+        let result = try SystemdTools.run(sysusers, ["--root=\(root.path)", "--dry-run", file])
         #expect(result.status == 0, "systemd-sysusers failed:\n\(result.output)")
         #expect(result.output.contains("Creating group 'thumbd'"), "\(result.output)")
         #expect(result.output.contains("Creating user 'thumbd'"), "\(result.output)")
@@ -72,18 +72,12 @@ struct SystemdUnitTests {
 
 /// A temporary copy of the units (and optionally the TCP drop-in, as thumbd.service.d/tcp.conf).
 private struct SystemdStage {
-    let directory: String
-
-    static func makeTemporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("thumbd-systemd-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    private let scratch: ScratchDirectory
+    var directory: String { scratch.path }
 
     /// `rewriteExecStartTo`: the binary to name instead of /usr/local/bin/thumbd (nil: unchanged).
     init(rewriteExecStartTo binary: String?, withTCPDropIn: Bool = false) throws {
-        directory = try Self.makeTemporaryDirectory()
+        scratch = try ScratchDirectory("systemd")
         let source = SystemdTools.packageRoot.appendingPathComponent("systemd")
         var files = [("thumbd.service", "thumbd.service"), ("thumbd.socket", "thumbd.socket")]
         if withTCPDropIn {
@@ -96,7 +90,7 @@ private struct SystemdStage {
                 let installed = "ExecStart=/usr/local/bin/thumbd "
                 let count = text.components(separatedBy: installed).count - 1
                 guard count == 1 else {
-                    throw SystemdTools.Failure("systemd/\(name): expected one '\(installed)…' line, found \(count)")
+                    throw TestFailure("systemd/\(name): expected one '\(installed)…' line, found \(count)")
                 }
                 // Quoted: a package root with spaces stays one word.
                 text = text.replacingOccurrences(of: installed, with: "ExecStart=\"\(binary)\" ")
@@ -111,12 +105,10 @@ private struct SystemdStage {
     func linesAboutOurUnits(_ result: SystemdTools.Result) -> [String] {
         result.outputLines.filter { $0.hasPrefix("thumbd.") || $0.contains(directory) }
     }
-    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    func remove() { scratch.remove() }
 }
 
 private enum SystemdTools {
-    typealias Failure = TestFailure
-
     struct Result {
         var status: Int32
         var output: String  // stdout then stderr
@@ -131,25 +123,14 @@ private enum SystemdTools {
             let path = "\(directory)/\(tool)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        throw Failure("\(tool) is missing: install Debian's 'systemd' package "
+        throw TestFailure("\(tool) is missing: install Debian's 'systemd' package "
                       + "(apt-get install systemd) to check the units in systemd/")
     }
 
-    /// The thumbd binary of this build: beside the test bundle first (same configuration), then
-    /// .build/release or .build/debug.
+    /// The thumbd binary of this build (beside the test bundle first, then .build/release or
+    /// .build/debug), its symbolic links resolved.
     static func builtThumbd() throws -> String {
-        var candidates: [String] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent()
-                .appendingPathComponent("thumbd").path)
-        }
-        for configuration in ["release", "debug"] {
-            candidates.append(packageRoot.appendingPathComponent(".build/\(configuration)/thumbd").path)
-        }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Failure("no built thumbd binary (looked at \(candidates.joined(separator: ", "))): run swift build first")
-        }
-        return URL(fileURLWithPath: found).resolvingSymlinksInPath().path
+        URL(fileURLWithPath: try TestPaths.builtExecutable("thumbd")).resolvingSymlinksInPath().path
     }
 
     /// "→ Overall exposure level for thumbd.service: 0.3 SAFE 😀" → 0.3
@@ -163,31 +144,12 @@ private enum SystemdTools {
         return nil
     }
 
-    /// Runs a tool to completion; output goes through files, so a chatty tool never blocks on a pipe.
+    /// Runs a tool to completion (killed after two minutes).
     static func run(_ executable: String, _ arguments: [String]) throws -> Result {
-        let scratch = try SystemdStage.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outPath = (scratch as NSString).appendingPathComponent("stdout")
-        let errPath = (scratch as NSString).appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SYSTEMD_PAGER"] = "cat"
         environment["SYSTEMD_COLORS"] = "0"
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-        return Result(status: process.terminationStatus, output: read(outPath) + read(errPath))
+        let result = try ChildProcess.run(executable, arguments, environment: environment, timeout: 120)
+        return Result(status: result.status, output: result.stdout + result.stderr)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ThumbImaging
 import ThumbSystem
+import ThumbTestSupport
 @testable import ThumbWorker
 
 /// Real corpus files rendered in the sandboxed worker equal the in-process render, byte for byte.
@@ -59,13 +60,13 @@ import ThumbSystem
     @Test(arguments: ["pngsuite/xc1n0g08.png", "edge-cases/jpeg-decoder/tests/crashtest/images/derive-huffman-codes-overflow.jpg",
                       "edge-cases/fuzzdb/lottapixel.jpg"])
     func brokenFileFailsAsInProcess(_ relative: String) throws {
-        let row = try #require(Self.manifest.first { $0.path == relative }, "\(relative) is in manifest.tsv")
+        let row = try #require(try Self.manifest().first { $0.relativePath == relative }, "\(relative) is in manifest.tsv")
         #expect(row.expect.hasPrefix("expect-"), "the manifest says \(relative) must fail")
         let supervisor = RenderWorkerSupervisor(launch: try WorkerFixture.launch(), counters: WorkerRestartCounters())
         defer { supervisor.shutdown() }
         let path = WorkerFixture.corpusFile(relative)
         guard case .failure(let local) = try WorkerFixture.inProcess(path) else {
-            throw WorkerFixture.Failure("\(relative) decodes in process")
+            throw TestFailure("\(relative) decodes in process")
         }
         let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path), relative)
         #expect(WorkerFixture.sharedFailure(answer) == .imaging(local))
@@ -79,18 +80,18 @@ import ThumbSystem
         defer { supervisor.shutdown() }
         let requests = [WorkerFixture.requests[0], WorkerFixture.requests[2]]
         var compared = 0
-        for row in Self.manifest {
-            let path = WorkerFixture.corpusFile(row.path)
-            let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path, requests: requests), row.path)
+        for row in try Self.manifest() {
+            let path = WorkerFixture.corpusFile(row.relativePath)
+            let answer = try WorkerFixture.answer(try WorkerFixture.render(supervisor, path, requests: requests), row.relativePath)
             switch try WorkerFixture.inProcess(path, requests: requests) {
             case .success(let expected):
                 let same = zip(answer.results, expected).allSatisfy { result, local in
                     guard let thumbnail = try? result.get() else { return false }
                     return thumbnail.bytes == local.bytes && thumbnail.warning == local.warning
                 }
-                #expect(same && answer.results.count == expected.count, "\(row.path): the worker's thumbnails differ")
+                #expect(same && answer.results.count == expected.count, "\(row.relativePath): the worker's thumbnails differ")
             case .failure(let error):
-                #expect(WorkerFixture.sharedFailure(answer) == .imaging(error), "\(row.path)")
+                #expect(WorkerFixture.sharedFailure(answer) == .imaging(error), "\(row.relativePath)")
             }
             compared += 1
         }
@@ -98,18 +99,8 @@ import ThumbSystem
         #expect(counters.snapshot().totalRestarts == 0 && counters.snapshot().spawns == 1)
     }
 
-    struct Row {
-        var path: String
-        var expect: String
+    /// The rows of manifest.tsv whose files are there.
+    static func manifest() throws -> [CorpusManifest.Row] {
+        try CorpusManifest.jpegAndPNG().filter { FileManager.default.fileExists(atPath: $0.path) }
     }
-
-    /// manifest.tsv: set, file, …, expect (column 8).
-    static let manifest: [Row] = {
-        guard let text = try? String(contentsOfFile: WorkerFixture.corpus + "/manifest.tsv", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").dropFirst().compactMap { line in
-            let columns = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard columns.count >= 8 else { return nil }
-            return Row(path: columns[0] + "/" + columns[1], expect: columns[7])
-        }.filter { FileManager.default.fileExists(atPath: WorkerFixture.corpusFile($0.path)) }
-    }()
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 import ThumbSystem
 @testable import ThumbWorker
@@ -42,7 +43,7 @@ import Glibc
     }
 
     func death(_ outcome: WorkerOutcome) throws -> WorkerDeath {
-        guard case .crashed(let death) = outcome else { throw WorkerFixture.Failure("expected a dead worker, got \(outcome)") }
+        guard case .crashed(let death) = outcome else { throw TestFailure("expected a dead worker, got \(outcome)") }
         return death
     }
 
@@ -73,7 +74,7 @@ import Glibc
     @Test func loopIsKilledAtItsDeadline() throws {
         defer { supervisor.shutdown() }
         let (outcome, pid, seconds) = try fault("loop", deadlineSeconds: 1)
-        guard case .timedOut(let waited, let cpu) = outcome else { throw WorkerFixture.Failure("expected a timeout, got \(outcome)") }
+        guard case .timedOut(let waited, let cpu) = outcome else { throw TestFailure("expected a timeout, got \(outcome)") }
         #expect(waited >= 1 && seconds < 2, "answered after \(seconds) s")
         // Counted, whatever share of the two shared cores the spinning worker got.
         #expect(cpu > 0.05, "the spinning worker spent \(cpu) s of CPU")
@@ -102,7 +103,7 @@ import Glibc
         defer { supervisor.shutdown() }
         let (outcome, pid, _) = try fault("exit-mid-answer")
         let death = try death(outcome)
-        guard case .closedMidAnswer(let received) = death.symptom else { throw WorkerFixture.Failure("\(death)") }
+        guard case .closedMidAnswer(let received) = death.symptom else { throw TestFailure("\(death)") }
         #expect(received > WorkerFrameHeader.byteCount, "half a frame: header and part of the payload (\(received) bytes)")
         #expect(death.ending == .exited(status: 3) && death.restartReason == .exited, "\(death)")
         #expect(death.description.contains("mid-answer"), "\(death.description)")
@@ -124,7 +125,7 @@ import Glibc
         let (outcome, pid, _) = try fault("descriptors")
         let answer = try WorkerFixture.answer(outcome)
         guard case .imaging(.undecodable(let reason)) = WorkerFixture.sharedFailure(answer) else {
-            throw WorkerFixture.Failure("\(answer.results)")
+            throw TestFailure("\(answer.results)")
         }
         let open = reason.replacingOccurrences(of: "descriptors: ", with: "").split(separator: " ").map(String.init)
         // The source was read and closed before the hook ran; the cancel page is mapped, its memfd closed.
@@ -143,12 +144,9 @@ import Glibc
 
     @Test func workerCannotSignalAnotherProcess() throws {
         defer { supervisor.shutdown() }
-        let bystander = Process()
-        bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        bystander.arguments = ["30"]
-        try bystander.run()
-        defer { bystander.terminate() }
-        let (outcome, pid, _) = try fault("signal \(bystander.processIdentifier)")
+        let bystander = try ChildProcess("/bin/sleep", ["30"])
+        defer { bystander.signal(SIGTERM) }
+        let (outcome, pid, _) = try fault("signal \(bystander.pid)")
         let death = try death(outcome)
         #expect(death.ending == .signalled(signal: SIGSYS), "\(death)")
         #expect(bystander.isRunning, "the process the worker tried to signal still runs")
@@ -162,7 +160,7 @@ import Glibc
         defer { supervisor.shutdown() }
         let (outcome, pid, _) = try fault(word)
         let death = try death(outcome)
-        guard case .malformedAnswer(let reason) = death.symptom else { throw WorkerFixture.Failure("\(death)") }
+        guard case .malformedAnswer(let reason) = death.symptom else { throw TestFailure("\(death)") }
         #expect(reason.contains(word == "send-descriptor" ? "frame.descriptors" : "answer.cpuSeconds"), "\(reason)")
         #expect(death.killedByDaemon && death.ending == .signalled(signal: SIGKILL) && death.restartReason == .malformedAnswer, "\(death)")
         #expect(counters.snapshot().count(.malformedAnswer) == 1)

@@ -13,8 +13,6 @@ enum WorkerFixture {
     static let packageRoot = TestPaths.packageRoot
     static let corpus = TestPaths.corpus
 
-    typealias Failure = TestFailure
-
     static func testWorkerExecutable() throws -> String {
         try TestPaths.builtExecutable("thumbd-test-worker")
     }
@@ -51,7 +49,7 @@ enum WorkerFixture {
         init(_ path: String) throws {
             self.path = path
             descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw Failure("cannot open \(path): \(String(cString: strerror(errno)))") }
+            guard descriptor >= 0 else { throw TestFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
             status = try FileStatus.of(descriptor: descriptor, label: path).0
         }
 
@@ -83,7 +81,7 @@ enum WorkerFixture {
 
     /// The answer of a rendered outcome, or a test failure naming what happened instead.
     static func answer(_ outcome: WorkerOutcome, _ comment: String = "") throws -> WorkerAnswer {
-        guard case .rendered(let answer) = outcome else { throw Failure("\(comment) expected an answer, got \(outcome)") }
+        guard case .rendered(let answer) = outcome else { throw TestFailure("\(comment) expected an answer, got \(outcome)") }
         return answer
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 import ThumbSystem
 @testable import ThumbWorker
@@ -201,7 +202,7 @@ import ThumbSystem
         let frame = WorkerAnswer(results: [.success(huge), .success(wide)], cpuSeconds: .nan).encode(for: order)
         let decoded = try WorkerAnswer.decode(frame: frame, requestID: 42, requests: order.requests, limits: order.limits)
         guard case .imaging(.encodingFailed) = decoded.results[0].failure, case .imaging(.outputTooLarge) = decoded.results[1].failure else {
-            throw WorkerFixture.Failure("\(decoded.results)")
+            throw TestFailure("\(decoded.results)")
         }
         #expect(decoded.cpuSeconds == 0)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbTestSupport
 import ThumbImaging
 @testable import ThumbWorker
 #if canImport(Glibc)
@@ -57,7 +58,7 @@ import Glibc
         let counters = WorkerRestartCounters()
         let supervisor = RenderWorkerSupervisor(launch: launch, counters: counters)
         let outcome = try WorkerFixture.render(supervisor, WorkerFixture.corpusFile("libjpeg-turbo-testimages/testorig.jpg"))
-        guard case .unavailable(let error) = outcome else { throw WorkerFixture.Failure("expected unavailable, got \(outcome)") }
+        guard case .unavailable(let error) = outcome else { throw TestFailure("expected unavailable, got \(outcome)") }
         #expect(error.reason.contains("No such file"), "\(error)")
         #expect(counters.snapshot().count(.spawnFailed) == 1)
     }
