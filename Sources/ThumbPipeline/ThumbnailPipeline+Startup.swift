@@ -75,7 +75,7 @@ extension ThumbnailPipeline {
             guard !startup.isStopping else { return }
             startup.progress.withLock { $0.cacheReconciled = true }
             Self.returnFreedMemory()
-            enableBacklog()
+            backlog.enable(scheduler: self)
         }
     }
 

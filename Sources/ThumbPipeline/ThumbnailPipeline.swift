@@ -36,7 +36,7 @@ package final class ThumbnailPipeline: Sendable {
     /// The background reconciles of start-up (and of rescans).
     let startup: PipelineStartup
     /// The pre-render backlog's drain.
-    let backlog = BacklogDrain()
+    let backlog: PrerenderBacklog
     /// Called when a request has resolved its asset and looked in the caches, before it keeps
     /// a disk hit in memory and vouches for the version found (tests let an event come between).
     let resolvedHook: (@Sendable (AssetVersion) -> Void)?
@@ -69,6 +69,7 @@ package final class ThumbnailPipeline: Sendable {
                              reconcilesFiles: false)
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         state = PipelineLock(PipelineState(configuration: configuration))
+        backlog = PrerenderBacklog(disk: disk, assets: assets, configuration: configuration)
         makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
         groupRender = GroupRender(opener: opener?(assets) ?? assets, disk: disk, memory: memory)
         if startsWorkers { try startWorkers() }
@@ -144,7 +145,7 @@ package final class ThumbnailPipeline: Sendable {
             metrics.vouchedHits += lockFree
             return metrics
         }
-        metrics.backlog = backlogMetrics
+        metrics.backlog = backlog.metrics
         metrics.startup = startupProgress
         return metrics
     }
@@ -166,7 +167,7 @@ package final class ThumbnailPipeline: Sendable {
             _ = state.shutDown(into: &answers)
         }
         renderThreads.stop()
-        stopBacklog()
+        backlog.stop()
         endVouching()
         flushRemovals()
         disk.close()

@@ -218,12 +218,12 @@ import ThumbImaging
         #expect(await eventually(timeout: .seconds(60)) { pipeline.metrics.backlog.rows == 0 && pipeline.metrics.backlog.assetsInFlight == 0 },
                 "\(pipeline.metrics.backlog)")
         let backlog = pipeline.metrics.backlog
-        #expect(backlog.retried == BacklogDrain.maxAttempts - 1 && backlog.gaveUp == 1, "\(backlog)")
+        #expect(backlog.retried == PrerenderBacklog.maxAttempts - 1 && backlog.gaveUp == 1, "\(backlog)")
         #expect(backlog.drained == 1, "\(other) only: \(backlog)")
-        #expect(pipeline.metrics.renders == BacklogDrain.maxAttempts + 1)
+        #expect(pipeline.metrics.renders == PrerenderBacklog.maxAttempts + 1)
         #expect(!pipeline.isCached(assetPath: "img0.jpg", kind: Self.avatar, scale: 3))
         #expect(pipeline.isCached(assetPath: other, kind: Self.avatar, scale: 3))
-        #expect(capture.count(.warning, "pre-rendering img0.jpg failed \(BacklogDrain.maxAttempts) times") == 1, "\(capture.text)")
+        #expect(capture.count(.warning, "pre-rendering img0.jpg failed \(PrerenderBacklog.maxAttempts) times") == 1, "\(capture.text)")
     }
 
     @Test("an index of schema 2 is upgraded to 3: its thumbnails kept, the backlog table added")
