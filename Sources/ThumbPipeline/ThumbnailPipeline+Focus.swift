@@ -69,12 +69,4 @@ extension ThumbnailPipeline {
             throw .asset(ThumbFailure(error))
         }
     }
-
-    /// The start-up (or rescan) reconcile: the focus of every asset that is no longer there goes
-    /// (an asset with a focus may have no thumbnail row for the walk to notice). `isUncertain`:
-    /// the path lies in a folder the walk could not read.
-    func forgetFocusOfGoneAssets(isUncertain: (String) -> Bool) {
-        let gone = disk.assetPathsWithFocus().filter { !isUncertain($0) && !isAssetNow($0) }
-        if !gone.isEmpty { disk.removeFocus(ofAssets: gone) }
-    }
 }

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 import ThumbImaging
-import ThumbSystem
+package import ThumbSystem
 
 /// Holds the background reconcile at its start until `release()`: tests use it to look at a
 /// pipeline (or a daemon) that serves while its reconcile has not run. Stopping the pipeline
@@ -79,34 +79,15 @@ extension ThumbnailPipeline {
         }
     }
 
-    /// Reconciles the asset folder with the index in the background, after the cache's own
-    /// reconcile: at start (`startWatching`), after a `.rescan`, or when the watcher cannot run.
-    /// Asked again while one runs, it runs once more after it (never twice at once).
+    /// Reconciles the asset folder with the index in the background (`AssetFollower`): at start
+    /// (`startWatching`), after a `.rescan`, or when the watcher cannot run.
     package func reconcileInBackground() {
-        let starts = startup.assetPasses.withLock { passes -> Bool in
-            if passes.scheduled {
-                passes.again = true
-                return false
-            }
-            passes.scheduled = true
-            return true
-        }
-        guard starts else { return }
-        startup.queue.async { [self] in
-            repeat {
-                startup.assetPasses.withLock { $0.again = false }
-                guard !startup.isStopping else { return }
-                let completed = reconcileAssets(shouldStop: { startup.isStopping }) { checked in
-                    startup.progress.withLock { $0.assetsChecked = checked }
-                }
-                if completed { startup.progress.withLock { $0.assetsReconciled = true } }
-                Self.returnFreedMemory()
-            } while startup.assetPasses.withLock { passes -> Bool in
-                if passes.again { return true }
-                passes.scheduled = false
-                return false
-            }
-        }
+        follower.reconcileInBackground()
+    }
+
+    /// Follows the asset folder (`AssetFollower.startWatching`). Stop the returned watcher before `shutdown`.
+    package func startWatching() throws(SystemError) -> FolderWatcher {
+        try follower.startWatching()
     }
 
     /// Stops the background reconciles at their next batch and waits for them (`shutdown`).

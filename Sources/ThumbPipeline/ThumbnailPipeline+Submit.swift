@@ -121,7 +121,7 @@ extension ThumbnailPipeline {
     private func resolveAndLook(_ request: PipelineRequest, variant: ThumbnailVariant, encoder: EncoderSettings,
                                 resolved: inout (absolutePath: String, version: AssetVersion)?, key: inout CacheKey?,
                                 cacheLevel: inout Int) -> Result<CachedThumbnail?, ThumbFailure> {
-        let watch = vouching.withLock { $0 }
+        let watch = follower.vouching.withLock { $0 }
         // Read before the resolve: a drop of vouches after this refuses the vouch below.
         let generation = memory.currentVouchGeneration
         do {

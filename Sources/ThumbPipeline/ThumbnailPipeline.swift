@@ -29,10 +29,6 @@ package final class ThumbnailPipeline: Sendable {
     let groupRender: GroupRender
     /// Worker process restarts by reason, every render thread's (for `/metrics`).
     let workerCounters = WorkerRestartCounters()
-    /// What the folder watcher covers (for `/metrics`), kept across watchers.
-    let watchCoverage = WatchCoverage()
-    /// Deleted assets whose index rows go in the next batch (see `ThumbnailPipeline+Removals`).
-    let pendingRemovals = Mutex<[String]>([])
     /// The background reconciles of start-up (and of rescans).
     let startup: PipelineStartup
     /// The pre-render backlog's drain.
@@ -40,8 +36,8 @@ package final class ThumbnailPipeline: Sendable {
     /// Called when a request has resolved its asset and looked in the caches, before it keeps
     /// a disk hit in memory and vouches for the version found (tests let an event come between).
     let resolvedHook: (@Sendable (AssetVersion) -> Void)?
-    /// The watcher vouched versions rest on (nil: none running, nothing vouched; `VouchedVersions`).
-    let vouching = Mutex<VouchingWatch?>(nil)
+    /// The asset folder's follower: watcher events, removals, reconciles, vouching.
+    let follower: AssetFollower
     /// Set (under the lock) when shutdown begins: the lock-free hits stop then.
     let closing = Atomic<Bool>(false)
     /// Vouched memory hits of requests without a slot, answered without the lock: each is a
@@ -70,8 +66,11 @@ package final class ThumbnailPipeline: Sendable {
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         state = PipelineLock(PipelineState(configuration: configuration))
         backlog = PrerenderBacklog(disk: disk, assets: assets, configuration: configuration)
+        follower = AssetFollower(assets: assets, disk: disk, memory: memory, configuration: configuration, backlog: backlog,
+                                 startup: startup)
         makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
         groupRender = GroupRender(opener: opener?(assets) ?? assets, disk: disk, memory: memory)
+        follower.bind(self)
         if startsWorkers { try startWorkers() }
         reconcileCacheInBackground()
     }
@@ -118,8 +117,7 @@ package final class ThumbnailPipeline: Sendable {
 
     /// Drops every thumbnail of an asset (memory and disk) and its negative entry.
     package func invalidate(assetPath: String) {
-        memory.removeThumbnails(ofAsset: assetPath)
-        disk.removeThumbnails(ofAsset: assetPath)
+        follower.invalidate(assetPath: assetPath)
     }
 
     package var metrics: PipelineMetrics {
@@ -132,13 +130,14 @@ package final class ThumbnailPipeline: Sendable {
             metrics.trimmedSlots = state.slots.trimmedSlots
             metrics.rememberedSlotTokens = state.slots.tokenMemory.count
             metrics.workers = workerCounters.snapshot()
-            let coverage = watchCoverage.snapshot
+            let coverage = follower.coverage.snapshot
             metrics.watchedFolders = coverage.watchedFolders
             metrics.unwatchedFolders = coverage.unwatchedFolders
             metrics.watchFailures = coverage.watchFailures
             metrics.missedFolderRescans = coverage.missedFolderRescans
             metrics.watcherQueueOverflows = coverage.queueOverflows
             metrics.vouchedAssets = memory.vouchCount
+            metrics.watcherEvents = follower.watcherEvents.load(ordering: .relaxed)
             let lockFree = lockFreeHits.load(ordering: .relaxed)
             metrics.requests += lockFree
             metrics.memoryHits += lockFree
@@ -168,8 +167,8 @@ package final class ThumbnailPipeline: Sendable {
         }
         renderThreads.stop()
         backlog.stop()
-        endVouching()
-        flushRemovals()
+        follower.endVouching()
+        follower.flushRemovals()
         disk.close()
     }
 }

@@ -101,7 +101,7 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
             configuration.maxQueuedJobs = files * 2 + 16  // batch may fill three quarters
             configuration.log = .discard
             let pipeline = try ThumbnailPipeline(configuration: configuration, startsWorkers: false)
-            let reconcile = threadCPUSeconds { pipeline.reconcile() }
+            let reconcile = threadCPUSeconds { pipeline.follower.reconcile() }
             let queued = pipeline.metrics.queuedJobs.values.reduce(0, +)
             pipeline.shutdown()
             let find = try childCPUSeconds(["/usr/bin/find", tree.root, "-type", "f", "-printf", "%s %T@ %i\n"])
@@ -137,7 +137,7 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
             let pipeline = try fixture.pipeline(paused: true) { $0.log = .discard }
             pipeline.disk.insertRowsForTesting((0..<rows).map { "other/\($0 % 1000)/\($0).jpg" })
             pipeline.disk.insertRowsForTesting(paths)
-            let watcher = try FolderWatcher(root: pipeline.assets, log: .discard, rootPollSeconds: 0.05) { [weak pipeline] in pipeline?.handle($0) }
+            let watcher = try FolderWatcher(root: pipeline.assets, log: .discard, rootPollSeconds: 0.05) { [weak pipeline] in pipeline?.follower.handle($0) }
             try watcher.start()
             let before = pipeline.disk.stepsForTesting
             let events = pipeline.metrics.watcherEvents

@@ -138,7 +138,7 @@ extension DiskCache {
         pipeline.disk.insertRowsForTesting((0..<50).map { "album/\($0 % 5)/\($0).jpg" } + ["album0/x.jpg", "album b/y.jpg"])
         pipeline.disk.recordFailure(DiskCacheFixture.version("album/3/broken.jpg"), record: .undecodable, reason: "test")
         let before = pipeline.disk.stepsForTesting
-        pipeline.handle(.removedFolder(path: "album"))
+        pipeline.follower.handle(.removedFolder(path: "album"))
         let after = pipeline.disk.stepsForTesting
         #expect(pipeline.disk.assetPaths(under: "album").isEmpty)
         #expect(pipeline.disk.assetPaths(under: "kept").count == 20_000)

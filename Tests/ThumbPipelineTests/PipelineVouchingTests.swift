@@ -85,7 +85,7 @@ import ThumbImaging
         // row it read in memory and would vouch for a version the event made doubtful.
         let pipeline = try ThumbnailPipeline(configuration: fixture.configuration(), startsWorkers: true, resolvedHook: { version in
             guard version.path == "img1.jpg", fired.add(1, ordering: .relaxed).newValue == 1 else { return }
-            owner.withLock { $0 }?.handle(.changed(path: "img1.jpg"))
+            owner.withLock { $0 }?.follower.handle(.changed(path: "img1.jpg"))
         })
         owner.withLock { $0 = pipeline }
         let watcher = try pipeline.startWatching()
@@ -125,7 +125,7 @@ import ThumbImaging
         defer { watcher.stop(); pipeline.shutdown() }
         for path in ["img0.jpg", "img2.png"] { _ = try await vouch(pipeline, path) }
         #expect(pipeline.metrics.vouchedAssets == 2)
-        pipeline.handle(.rescan) // what an inotify queue overflow reports
+        pipeline.follower.handle(.rescan) // what an inotify queue overflow reports
         #expect(pipeline.metrics.vouchedAssets == 0)
         _ = await ask(pipeline, "img0.jpg") // resolves, vouches again
         #expect(pipeline.metrics.vouchedAssets == 1)

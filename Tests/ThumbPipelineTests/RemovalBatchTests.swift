@@ -22,8 +22,8 @@ import ThumbImaging
         let paths = (0..<300).map { "gone/\($0).jpg" }
         pipeline.disk.insertRowsForTesting(paths + ["kept.jpg"])
         let before = pipeline.disk.removalTransactions
-        for path in paths { pipeline.handleWatched(.removed(path: path)) }
-        pipeline.flushRemovals()
+        for path in paths { pipeline.follower.handleWatched(.removed(path: path)) }
+        pipeline.follower.flushRemovals()
         #expect(pipeline.disk.removalTransactions - before == 1)
         #expect(pipeline.disk.assetPaths() == ["kept.jpg"])
         #expect(pipeline.metrics.watcherEvents == 300)
@@ -33,14 +33,14 @@ import ThumbImaging
     func aBatchIsBounded() throws {
         let pipeline = try pausedPipeline()
         defer { pipeline.shutdown() }
-        let count = ThumbnailPipeline.removalBatch + 10
+        let count = AssetFollower.removalBatch + 10
         let paths = (0..<count).map { "gone/\($0).jpg" }
         pipeline.disk.insertRowsForTesting(paths)
         let before = pipeline.disk.removalTransactions
-        for path in paths { pipeline.handleWatched(.removed(path: path)) }
+        for path in paths { pipeline.follower.handleWatched(.removed(path: path)) }
         #expect(pipeline.disk.removalTransactions - before == 1)
         #expect(pipeline.disk.assetPaths().count == 10)
-        pipeline.flushRemovals()
+        pipeline.follower.flushRemovals()
         #expect(pipeline.disk.assetPaths().isEmpty)
     }
 
@@ -49,15 +49,15 @@ import ThumbImaging
         let pipeline = try pausedPipeline()
         defer { pipeline.shutdown() }
         pipeline.disk.insertRowsForTesting(["a.jpg", "b.jpg"])
-        pipeline.handleWatched(.removed(path: "a.jpg"))
+        pipeline.follower.handleWatched(.removed(path: "a.jpg"))
         #expect(Set(pipeline.disk.assetPaths()) == ["a.jpg", "b.jpg"])
-        pipeline.handleWatched(.removedFolder(path: "nothing-here"))
+        pipeline.follower.handleWatched(.removedFolder(path: "nothing-here"))
         #expect(pipeline.disk.assetPaths() == ["b.jpg"])
         // Rows written after the removal (the asset came back) are not taken by a later flush.
-        pipeline.handleWatched(.removed(path: "b.jpg"))
-        pipeline.flushRemovals()
+        pipeline.follower.handleWatched(.removed(path: "b.jpg"))
+        pipeline.follower.flushRemovals()
         pipeline.disk.insertRowsForTesting(["b.jpg"])
-        pipeline.flushRemovals()
+        pipeline.follower.flushRemovals()
         #expect(pipeline.disk.assetPaths() == ["b.jpg"])
     }
 

@@ -136,7 +136,7 @@ import ThumbImaging
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
         pipeline.waitForBackgroundReconcile()
-        pipeline.reconcile()
+        pipeline.follower.reconcile()
         for name in names {
             let kept = pipeline.disk.indexedAssetPaths(after: "", limit: 100).contains(name)
             #expect(kept == !deleted.contains(name), "\(name)")

@@ -81,29 +81,3 @@ extension AssetRoot {
         return (path + "/" + opened.version.path, opened.version, links)
     }
 }
-
-extension ThumbnailPipeline {
-    /// From now on versions resolved in folders `watcher` watches are vouched for.
-    func beginVouching(on watcher: FolderWatcher) {
-        let watch = VouchingWatch.make(watcher: watcher, root: assets, log: configuration.log)
-        vouching.withLock { $0 = watch }
-        if watch != nil { memory.startVouching(authority: watcher) } else { memory.stopVouching() }
-    }
-
-    /// Nothing is vouched for any more (shutdown; a stopped watcher is noticed at the next hit).
-    func endVouching() {
-        vouching.withLock { $0 = nil }
-        memory.stopVouching()
-    }
-
-    /// What an event makes doubtful: that asset's version, a removed folder's, or all of them.
-    /// Done before the event's other work, so that no hit is answered from a doubtful version
-    /// while the caches are being cleaned up.
-    func dropVouches(for event: FolderWatcher.Event) {
-        switch event {
-        case .changed(let path), .removed(let path): memory.dropVouch(ofAsset: path)
-        case .removedFolder(let folder): memory.dropVouches(underFolder: folder)
-        case .rescan: memory.dropAllVouches()
-        }
-    }
-}
