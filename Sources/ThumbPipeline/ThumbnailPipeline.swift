@@ -38,6 +38,10 @@ package final class ThumbnailPipeline: Sendable {
     let resolvedHook: (@Sendable (AssetVersion) -> Void)?
     /// The asset folder's follower: watcher events, removals, reconciles, vouching.
     let follower: AssetFollower
+    /// Assets' focal points, and the keys that carry them.
+    package let focus: AssetFocus
+    /// Placeholders: the look-up a screen of cells asks for.
+    package let placeholders: AssetPlaceholders
     /// Set (under the lock) when shutdown begins: the lock-free hits stop then.
     let closing = Atomic<Bool>(false)
     /// Vouched memory hits of requests without a slot, answered without the lock: each is a
@@ -66,11 +70,14 @@ package final class ThumbnailPipeline: Sendable {
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
         state = PipelineLock(PipelineState(configuration: configuration))
         backlog = PrerenderBacklog(disk: disk, assets: assets, configuration: configuration)
+        focus = AssetFocus(assets: assets, disk: disk, memory: memory)
+        placeholders = AssetPlaceholders(assets: assets, disk: disk)
         follower = AssetFollower(assets: assets, disk: disk, memory: memory, configuration: configuration, backlog: backlog,
                                  startup: startup)
         makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
         groupRender = GroupRender(opener: opener?(assets) ?? assets, disk: disk, memory: memory)
-        follower.bind(self)
+        follower.scheduler.bind(self)
+        placeholders.pipeline.bind(self)
         if startsWorkers { try startWorkers() }
         reconcileCacheInBackground()
     }
@@ -115,6 +122,12 @@ package final class ThumbnailPipeline: Sendable {
         }
     }
 
+    /// The key of `kind` for this version, with the asset's focus when the kind's crop follows it
+    /// (the key's `focus` then goes into the render's request: one look-up decides both).
+    func cacheKey(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings) -> CacheKey {
+        focus.cacheKey(asset: asset, kind: kind, scale: scale, encoder: encoder)
+    }
+
     /// Drops every thumbnail of an asset (memory and disk) and its negative entry.
     package func invalidate(assetPath: String) {
         follower.invalidate(assetPath: assetPath)
@@ -138,6 +151,7 @@ package final class ThumbnailPipeline: Sendable {
             metrics.watcherQueueOverflows = coverage.queueOverflows
             metrics.vouchedAssets = memory.vouchCount
             metrics.watcherEvents = follower.watcherEvents.load(ordering: .relaxed)
+            (metrics.placeholderHits, metrics.placeholderPending) = placeholders.lookups.withLock { $0 }
             let lockFree = lockFreeHits.load(ordering: .relaxed)
             metrics.requests += lockFree
             metrics.memoryHits += lockFree

@@ -105,14 +105,14 @@ extension ThumbnailAPI {
         do throws(FocusError) {
             switch call.action {
             case .get:
-                let found = try pipeline.focus(ofAssetPath: call.assetPath)
+                let found = try pipeline.focus.region(ofAssetPath: call.assetPath)
                 guard let focus = found.focus else { return Self.noFocus(found.assetPath) }
                 return .json(200, Self.focusObject(focus, assetPath: found.assetPath))
             case .set(let focus):
-                let path = try pipeline.setFocus(focus, ofAssetPath: call.assetPath)
+                let path = try pipeline.focus.set(focus, ofAssetPath: call.assetPath)
                 return .json(200, Self.focusObject(focus, assetPath: path))
             case .remove:
-                let removed = try pipeline.removeFocus(ofAssetPath: call.assetPath)
+                let removed = try pipeline.focus.remove(ofAssetPath: call.assetPath)
                 return removed.removed ? HTTPResponse(status: 204) : Self.noFocus(removed.assetPath)
             }
         } catch {

@@ -72,7 +72,7 @@ extension ThumbnailAPI {
     /// of the whole call for one asset.
     func placeholders(_ call: PlaceholdersCall) -> HTTPResponse {
         let (kind, scale) = placeholderKind()
-        let states = pipeline.placeholders(ofAssets: call.assets, rendering: kind, scale: scale)
+        let states = pipeline.placeholders.states(ofAssets: call.assets, rendering: kind, scale: scale)
         var answers: [String: String] = [:]
         for (asset, state) in zip(call.assets, states) {
             answers[asset] = switch state {

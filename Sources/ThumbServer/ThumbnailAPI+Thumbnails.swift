@@ -19,7 +19,7 @@ extension ThumbnailAPI {
         if asPath {
             let pipeline = pipeline
             storedPath = { thumbnail in pipeline.storedFilePath(of: thumbnail) }
-            placeholder = { thumbnail in pipeline.placeholder(of: thumbnail) }
+            placeholder = { thumbnail in pipeline.placeholders.placeholder(of: thumbnail) }
         } else {
             storedPath = { _ in nil }
             placeholder = { _ in nil }
@@ -40,7 +40,7 @@ extension ThumbnailAPI {
         let waited = wait
         let (pipeline, assetPath) = (pipeline, call.pipelineRequest.assetPath)
         let timeout: @Sendable () -> HTTPResponse = {
-            Self.unfinishedResponse(waitMilliseconds: waited, placeholder: pipeline.knownPlaceholder(assetPath: assetPath))
+            Self.unfinishedResponse(waitMilliseconds: waited, placeholder: pipeline.placeholders.known(assetPath: assetPath))
         }
         if wait == 0 {
             once.respond(timeout())

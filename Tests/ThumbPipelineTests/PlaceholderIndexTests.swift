@@ -118,8 +118,8 @@ import ThumbImaging
         _ = await pipeline.thumbnail(.init(assetPath: "img3.png", kind: PipelineFixture.large, scale: 1))
         #expect(pipeline.metrics.placeholdersComputed == 1, "the version already has one")
         let cached = try #require(first.thumbnail)
-        #expect(pipeline.placeholder(of: cached) == stored)
-        #expect(pipeline.knownPlaceholder(assetPath: "img3.png") == stored)
+        #expect(pipeline.placeholders.placeholder(of: cached) == stored)
+        #expect(pipeline.placeholders.known(assetPath: "img3.png") == stored)
     }
 
     @Test("the batch look-up: pending (queued) for unseen assets, then known; missing and failed per asset, never for all")
@@ -127,7 +127,7 @@ import ThumbImaging
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
         let paths = fixture.imageNames + ["no-such.jpg", "../outside.jpg", "broken.jpg"]
-        let first = pipeline.placeholders(ofAssets: paths, rendering: PipelineFixture.avatar, scale: 3)
+        let first = pipeline.placeholders.states(ofAssets: paths, rendering: PipelineFixture.avatar, scale: 3)
         #expect(first.count == paths.count)
         for (path, state) in zip(paths, first) where fixture.imageNames.contains(path) {
             #expect(state == .pending, "\(path): \(state)")
@@ -135,19 +135,19 @@ import ThumbImaging
         guard case .missing = first[paths.firstIndex(of: "no-such.jpg")!] else { Issue.record("no-such.jpg: \(first)"); return }
         guard case .missing = first[paths.firstIndex(of: "../outside.jpg")!] else { Issue.record("../outside.jpg: \(first)"); return }
         #expect(await until {
-            pipeline.placeholders(ofAssets: fixture.imageNames, rendering: PipelineFixture.avatar, scale: 3).allSatisfy {
+            pipeline.placeholders.states(ofAssets: fixture.imageNames, rendering: PipelineFixture.avatar, scale: 3).allSatisfy {
                 if case .known = $0 { return true } else { return false }
             }
         }, "every image's placeholder computed by the queued renders")
         #expect(await until {
-            if case .failed = pipeline.placeholders(ofAssets: ["broken.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
+            if case .failed = pipeline.placeholders.states(ofAssets: ["broken.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
             return false
         }, "the undecodable file is answered failed once its render failed")
         #expect(pipeline.metrics.placeholdersComputed == fixture.imageNames.count)
         // Cached thumbnails but no placeholder (an index from before schema 4): the look-up still gets one computed.
         let versions = try fixture.imageNames.map { try pipeline.assets.resolve($0).version }
         pipeline.disk.removePlaceholdersForTesting(of: versions[0].path)
-        #expect(pipeline.placeholders(ofAssets: [versions[0].path], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(pipeline.placeholders.states(ofAssets: [versions[0].path], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
         #expect(await until { pipeline.disk.placeholder(of: versions[0]) != nil })
     }
 
@@ -182,7 +182,7 @@ import ThumbImaging
         defer { pipeline.shutdown() }
         let log = AnswerLog()
         pipeline.submit(PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3), completion: log.completion("client"))
-        #expect(pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(pipeline.placeholders.states(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
         #expect(pipeline.metrics.queuedJobs.values.reduce(0, +) == 1, "the look-up joined the client's job")
         try pipeline.startWorkers()
         await log.wait(for: 1)
@@ -196,18 +196,18 @@ import ThumbImaging
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
         #expect(await until {
-            if case .known = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
+            if case .known = pipeline.placeholders.states(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] { return true }
             return false
         })
-        guard case .known(let before, let tag)? = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar,
+        guard case .known(let before, let tag)? = pipeline.placeholders.states(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar,
                                                                          scale: 3).first else {
             Issue.record("no placeholder after the look-up's render"); return
         }
         try FileManager.default.removeItem(atPath: fixture.assets + "/img0.jpg")
         try FileManager.default.copyItem(atPath: PipelineFixture.corpus + "/exif-samples/Canon_40D.jpg", toPath: fixture.assets + "/img0.jpg")
-        #expect(pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
+        #expect(pipeline.placeholders.states(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
         #expect(await until {
-            if case .known(let after, let newTag) = pipeline.placeholders(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] {
+            if case .known(let after, let newTag) = pipeline.placeholders.states(ofAssets: ["img0.jpg"], rendering: PipelineFixture.avatar, scale: 3)[0] {
                 return after != before && newTag != tag
             }
             return false

@@ -28,11 +28,7 @@ final class AssetFollower: Sendable {
     /// Watcher events handled (for `/metrics`).
     let watcherEvents = Atomic<Int>(0)
     /// The pipeline the backlog feeds and whose keys the reconcile forms, bound once it exists.
-    private let scheduler = Mutex<WeakScheduler>(WeakScheduler())
-
-    private struct WeakScheduler {
-        weak var value: (any PrerenderScheduling)?
-    }
+    let scheduler = PipelineBinding<any PrerenderScheduling>()
 
     init(assets: AssetRoot, disk: DiskCache, memory: MemoryCache, configuration: PipelineConfiguration,
          backlog: PrerenderBacklog, startup: PipelineStartup) {
@@ -42,11 +38,6 @@ final class AssetFollower: Sendable {
         self.configuration = configuration
         self.backlog = backlog
         self.startup = startup
-    }
-
-    /// Called once by the pipeline when it is whole.
-    func bind(_ pipeline: any PrerenderScheduling) {
-        scheduler.withLock { $0.value = pipeline }
     }
 
     /// Starts a folder watcher whose events this follower handles, vouches on it, and reconciles
@@ -70,7 +61,7 @@ final class AssetFollower: Sendable {
 
     /// New or changed assets' pre-renders, to the backlog (`PrerenderBacklog.enqueue`).
     func enqueuePrerenders(_ paths: [String], changed: Bool = true) {
-        guard let pipeline = scheduler.withLock({ $0.value }) else { return }
+        guard let pipeline = scheduler.ability else { return }
         backlog.enqueue(paths, changed: changed, scheduler: pipeline)
     }
 
@@ -205,7 +196,7 @@ final class AssetFollower: Sendable {
     /// Whether some pre-render of this version is missing (and it is not known to fail).
     func needsPrerender(_ version: AssetVersion) -> Bool {
         guard !configuration.pregenerated.isEmpty, disk.failure(for: version) == nil,
-              let keys = scheduler.withLock({ $0.value }) else { return false }
+              let keys = scheduler.ability else { return false }
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
                 let key = keys.cacheKey(asset: version, kind: kind, scale: scale, encoder: configuration.encoder(for: kind, format: format))

@@ -20,7 +20,17 @@ package enum FocusError: Error, Equatable, Sendable, CustomStringConvertible {
 /// asset's entries and its vouch (its other kinds come back from disk at the next hit). A render
 /// that was running with the old focus stores under the old focus's key, which no request forms
 /// any more: unreachable, and evicted like any cold entry.
-extension ThumbnailPipeline {
+package final class AssetFocus: Sendable {
+    let assets: AssetRoot
+    let disk: DiskCache
+    let memory: MemoryCache
+
+    init(assets: AssetRoot, disk: DiskCache, memory: MemoryCache) {
+        self.assets = assets
+        self.disk = disk
+        self.memory = memory
+    }
+
     /// The key of `kind` for this version, with the asset's focus when the kind's crop follows it
     /// (the key's `focus` then goes into the render's request: one look-up decides both).
     func cacheKey(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings) -> CacheKey {
@@ -30,14 +40,14 @@ extension ThumbnailPipeline {
 
     /// The asset's focus; the path is resolved (confined, must exist) and answered as the root
     /// knows it (the form the index keys by).
-    package func focus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, focus: FocusRegion?) {
+    package func region(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, focus: FocusRegion?) {
         let path = try resolvedFocusPath(assetPath)
         return (path, disk.focus(ofAsset: path))
     }
 
     /// Sets (or replaces) the asset's focus. Returns the asset's path as the root knows it.
     @discardableResult
-    package func setFocus(_ focus: FocusRegion, ofAssetPath assetPath: String) throws(FocusError) -> String {
+    package func set(_ focus: FocusRegion, ofAssetPath assetPath: String) throws(FocusError) -> String {
         let path = try resolvedFocusPath(assetPath)
         do {
             try disk.setFocus(focus, ofAsset: path)
@@ -50,7 +60,7 @@ extension ThumbnailPipeline {
 
     /// Removes the asset's focus; `removed` false when it had none.
     @discardableResult
-    package func removeFocus(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, removed: Bool) {
+    package func remove(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, removed: Bool) {
         let path = try resolvedFocusPath(assetPath)
         let removed: Bool
         do {
