@@ -18,13 +18,11 @@ extension BatchRunner {
     /// source's (output-tree mode: set on write, so a changed source is rendered again).
     func isUpToDate(_ task: Task) -> Bool {
         guard outputTree != nil else { return pipeline.isCached(assetPath: task.asset, kind: task.kind, scale: task.scale, format: task.format) }
-        var source = stat()
-        guard stat(assetRoot + "/" + task.asset, &source) == 0 else { return false }
+        guard let source = FileSystem.modificationTime(assetRoot + "/" + task.asset) else { return false }
         let written = task.format.imageFormat.map { [$0] } ?? [ImageFormat.jpeg, .png]
         for format in written {
             guard let path = outputPath(task, format: format) else { continue }
-            var output = stat()
-            if stat(path, &output) == 0, output.st_mtim.tv_sec == source.st_mtim.tv_sec, output.st_mtim.tv_nsec == source.st_mtim.tv_nsec {
+            if let output = FileSystem.modificationTime(path), output.tv_sec == source.tv_sec, output.tv_nsec == source.tv_nsec {
                 return true
             }
         }
@@ -35,10 +33,9 @@ extension BatchRunner {
     /// the source's mtime: a killed run never leaves a partial file. Nil on success.
     func writeOutput(_ task: Task, _ thumbnail: CachedThumbnail) -> Failure? {
         guard let path = outputPath(task, format: thumbnail.format) else { return nil }
-        var source = stat()
-        let sourceTime = stat(assetRoot + "/" + task.asset, &source) == 0 ? source.st_mtim : nil
+        let sourceTime = FileSystem.modificationTime(assetRoot + "/" + task.asset)
         do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            if let slash = path.lastIndex(of: "/") { try FileSystem.createFolders(String(path[..<slash])) }
             try AtomicFile.replace(path, with: thumbnail.bytes, modificationTime: sourceTime)
             return nil
         } catch {

@@ -43,14 +43,13 @@ extension SpoolFolder {
     /// is never cured (an unreadable disk) ends in `failed/` after `maxTakeOvers` tries instead of
     /// going round for ever.
     func retryLater(claimedPath: String, failure: String) {
-        let claimedName = (claimedPath as NSString).lastPathComponent
-        let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
+        let name = Self.jobName(ofClaimed: claimedPath)
         let counter = takeOverCounter(name)
         let attempts = Self.count(in: try? SmallFile.read(counter, maxBytes: 16)) + 1
         guard attempts <= Self.maxTakeOvers else {
             return finish(claimedPath: claimedPath, failure: "\(failure) (tried \(attempts) times)")
         }
-        try? Data("\(attempts)\n".utf8).write(to: URL(fileURLWithPath: counter), options: .atomic)
-        rename(claimedPath, incoming + "/" + name)
+        try? AtomicFile.replace(counter, with: Array("\(attempts)\n".utf8))
+        try? FileSystem.rename(claimedPath, to: incoming + "/" + name)
     }
 }

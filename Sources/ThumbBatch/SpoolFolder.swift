@@ -1,5 +1,5 @@
 import Foundation
-import ThumbSystem
+package import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,10 +16,10 @@ package struct SpoolFolder: Sendable {
     var done: String { root + "/done" }
     var failed: String { root + "/failed" }
 
-    package init(root: String) throws {
+    package init(root: String) throws(SystemError) {
         self.root = root
         for folder in [root + "/incoming", root + "/claimed", root + "/done", root + "/failed"] {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileSystem.createFolders(folder)
         }
     }
 
@@ -40,22 +40,22 @@ package struct SpoolFolder: Sendable {
     /// counted in `claimed/.NAME.takeovers`; past `maxTakeOvers` it goes to `failed/` instead.
     package func recoverClaims() -> Recovery {
         var recovery = Recovery()
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: claimed)) ?? [] {
+        for name in (try? FileSystem.names(in: claimed)) ?? [] {
             guard let dot = name.firstIndex(of: "."), let pid = Int32(name[..<dot]) else { continue }
-            if pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM) { continue } // still alive
+            if pid != getpid() && FileSystem.processExists(pid) { continue } // still alive
             let original = String(name[name.index(after: dot)...])
             let counter = takeOverCounter(original)
             let takeOvers = Self.count(in: try? SmallFile.read(counter, maxBytes: 16)) + 1
             if takeOvers > Self.maxTakeOvers {
                 let reason = "\(Self.diedReason) (its process died \(takeOvers) times before finishing it)"
-                try? Data((reason + "\n").utf8).write(to: URL(fileURLWithPath: failed + "/" + original + ".reason"), options: .atomic)
-                if rename(claimed + "/" + name, failed + "/" + original) == 0 { recovery.gaveUp.append(original) }
-                unlink(counter)
+                try? AtomicFile.replace(failed + "/" + original + ".reason", with: Array((reason + "\n").utf8))
+                if (try? FileSystem.rename(claimed + "/" + name, to: failed + "/" + original)) != nil { recovery.gaveUp.append(original) }
+                try? FileSystem.remove(counter)
                 continue
             }
             // The count first: a crash between the two steps costs a take-over, never forgets one.
-            try? Data("\(takeOvers)\n".utf8).write(to: URL(fileURLWithPath: counter), options: .atomic)
-            if rename(claimed + "/" + name, incoming + "/" + original) == 0 { recovery.recovered += 1 }
+            try? AtomicFile.replace(counter, with: Array("\(takeOvers)\n".utf8))
+            if (try? FileSystem.rename(claimed + "/" + name, to: incoming + "/" + original)) != nil { recovery.recovered += 1 }
         }
         return recovery
     }
@@ -65,6 +65,12 @@ package struct SpoolFolder: Sendable {
     package func recoverAbandonedClaims() -> Int { recoverClaims().recovered }
 
     func takeOverCounter(_ name: String) -> String { claimed + "/." + name + ".takeovers" }
+
+    /// The job file's own name from its claimed path (`claimed/PID.NAME`).
+    static func jobName(ofClaimed claimedPath: String) -> String {
+        let claimedName = claimedPath.lastIndex(of: "/").map { String(claimedPath[claimedPath.index(after: $0)...]) } ?? claimedPath
+        return claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
+    }
 
     /// A take-over counter's value; a missing or damaged one counts as none.
     static func count(in data: [UInt8]?) -> Int {
@@ -82,11 +88,11 @@ package struct SpoolFolder: Sendable {
 
     /// Claims the oldest job file (by name) that no other consumer took first.
     package func claimNext() -> Claim {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: incoming)) ?? [])
+        let names = ((try? FileSystem.names(in: incoming)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
         for name in names {
             let claimedPath = "\(claimed)/\(getpid()).\(name)"
-            guard rename(incoming + "/" + name, claimedPath) == 0 else { continue } // another consumer won
+            guard (try? FileSystem.rename(incoming + "/" + name, to: claimedPath)) != nil else { continue } // another consumer won
             // Producers are not trusted: a symlink to a file elsewhere or a sparse giant is
             // refused before a byte of it is parsed (and nothing of another file is echoed back).
             let data: [UInt8]
@@ -115,15 +121,13 @@ package struct SpoolFolder: Sendable {
 
     /// Moves a claimed job to `done/`, or to `failed/` with `failure` written beside it.
     package func finish(claimedPath: String, failure: String?) {
-        let claimedName = (claimedPath as NSString).lastPathComponent
-        let name = claimedName.firstIndex(of: ".").map { String(claimedName[claimedName.index(after: $0)...]) } ?? claimedName
-        defer { unlink(takeOverCounter(name)) }
+        let name = Self.jobName(ofClaimed: claimedPath)
+        defer { try? FileSystem.remove(takeOverCounter(name)) }
         if let failure {
-            let reason = failed + "/" + name + ".reason"
-            try? Data((failure + "\n").utf8).write(to: URL(fileURLWithPath: reason), options: .atomic)
-            rename(claimedPath, failed + "/" + name)
+            try? AtomicFile.replace(failed + "/" + name + ".reason", with: Array((failure + "\n").utf8))
+            try? FileSystem.rename(claimedPath, to: failed + "/" + name)
         } else {
-            rename(claimedPath, done + "/" + name)
+            try? FileSystem.rename(claimedPath, to: done + "/" + name)
         }
     }
 }
