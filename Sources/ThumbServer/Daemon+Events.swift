@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import ThumbSystem
 import ThumbPipeline
 #if canImport(Glibc)
 import Glibc
@@ -36,8 +37,8 @@ final class DaemonEvents: Sendable {
 
     /// Takes the blocked `signals` from now on, on a thread of its own that only waits in
     /// `sigwaitinfo` (the process exits under it).
-    func takeSignals(_ signals: sigset_t) {
-        DispatchQueue.global(qos: .userInteractive).async { [self] in
+    func takeSignals(_ signals: sigset_t) throws(SystemError) {
+        try LongLivedThread.detach(name: "thumbd-signals") { [self] in
             var set = signals
             while true {
                 let signal = sigwaitinfo(&set, nil)

@@ -41,8 +41,17 @@ final class DaemonStartup: @unchecked Sendable {
         hold?.gate.release()
     }
 
-    func begin() {
-        DispatchQueue.global(qos: .userInitiated).async { [self] in events.post(run()) }
+    /// Opens and starts serving on a thread of its own (the main thread waits for its events),
+    /// then, on the same thread, starts following the folder: adding a watch per folder takes a
+    /// while on a large tree, and hits need none of it.
+    func begin() throws(SystemError) {
+        try LongLivedThread.detach(name: "thumbd-startup") { [self] in
+            let event = run()
+            events.post(event)
+            if case .serving(let services) = event {
+                services.startFollowing(spoolRoot: config.service.spool, catalog: config.catalog)
+            }
+        }
     }
 
     private func run() -> DaemonEvents.Event {
@@ -92,11 +101,6 @@ final class DaemonStartup: @unchecked Sendable {
         let where_ = listeners.map(\.description).joined(separator: ", ")
         Log.notice("thumbd serving \(configuration.assetRoot) on \(where_); cache \(configuration.cacheDirectory); \(configuration.workers) workers"
                    + "; reconciling in the background")
-        // Following the folder starts after serving: adding a watch per folder takes a while on
-        // a large tree, and hits need none of it.
-        DispatchQueue.global(qos: .utility).async { [config] in
-            services.startFollowing(spoolRoot: config.service.spool, catalog: config.catalog)
-        }
         return .serving(services)
     }
 }

@@ -89,10 +89,15 @@ package final class Daemon {
         if hold?.point == .reconcile { configuration.reconcileGate = hold?.gate }
 
         let events = DaemonEvents()
-        events.takeSignals(signals)
         let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events,
                                     access: access)
-        startup.begin()
+        do throws(SystemError) {
+            try events.takeSignals(signals)
+            try startup.begin()
+        } catch {
+            Log.error("cannot start: \(error)")
+            return .osError
+        }
         guard let services = waitUntilServing(events, startup: startup, hold: hold) else {
             return startup.exitStatus
         }
