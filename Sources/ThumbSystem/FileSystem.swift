@@ -34,25 +34,10 @@ package enum FileSystem {
         }
     }
 
-    /// The names in a folder (not `.` and `..`), unsorted. A name that is not UTF-8 is left out:
-    /// no path made from a repaired name could reach that file.
+    /// The names in a folder (not `.` and `..`, nor any that is not UTF-8), unsorted.
     package static func names(in folder: String) throws(SystemError) -> [String] {
-        guard let directory = opendir(folder) else {
-            throw SystemError(operation: "opendir \(folder)", errno: errno)
-        }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 { throw SystemError(operation: "readdir \(folder)", errno: errno) }
-                return names
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(validatingCString: bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
-            if let name, name != ".", name != ".." { names.append(name) }
-        }
+        let descriptor = try systemCall("open \(folder)") { open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        return try listDirectory(descriptor: descriptor, label: folder).map(\.name)
     }
 
     /// The modification time of what `path` names (following links), or nil when it cannot be read.
@@ -65,4 +50,56 @@ package enum FileSystem {
     package static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno == EPERM
     }
+}
+
+/// One entry of a directory, read without following symlinks.
+package struct DirectoryEntry: Sendable {
+    package enum Kind: Sendable { case directory, regularFile, other }
+    package var name: String
+    package var kind: Kind
+}
+
+/// Lists the directory open at `descriptor` (which it takes over and closes) with `fdopendir` +
+/// `readdir`: entry kinds come from `d_type`, or `fstatat` without following links when the
+/// filesystem does not fill it in. A name that is not UTF-8 is left out: no path made from a
+/// repaired name could reach that file.
+package func listDirectory(descriptor fd: Int32, label: String) throws(SystemError) -> [DirectoryEntry] {
+    guard let stream = fdopendir(fd) else {
+        let code = errno
+        close(fd)
+        throw SystemError(operation: "fdopendir \(label)", errno: code)
+    }
+    defer { closedir(stream) }
+    var entries: [DirectoryEntry] = []
+    while true {
+        errno = 0
+        guard let entry = readdir(stream) else {
+            let code = errno
+            if code == 0 { break }
+            if code == EINTR { continue }
+            throw SystemError(operation: "readdir \(label)", errno: code)
+        }
+        let decoded: String? = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return String(validating: bytes, as: UTF8.self)
+        }
+        guard let name = decoded, name != ".", name != ".." else { continue }
+        var kind: DirectoryEntry.Kind
+        switch Int32(entry.pointee.d_type) {
+        case Int32(DT_DIR): kind = .directory
+        case Int32(DT_REG): kind = .regularFile
+        case Int32(DT_UNKNOWN):
+            var status = stat()
+            let folder = dirfd(stream)
+            if (try? systemCall("fstatat \(name)", { fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) })) == nil { continue }
+            switch status.st_mode & S_IFMT {
+            case S_IFDIR: kind = .directory
+            case S_IFREG: kind = .regularFile
+            default: kind = .other
+            }
+        default: kind = .other
+        }
+        entries.append(DirectoryEntry(name: name, kind: kind))
+    }
+    return entries
 }
