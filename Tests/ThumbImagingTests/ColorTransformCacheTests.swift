@@ -83,22 +83,28 @@ struct ColorTransformBuildCancellationTests {
         let buildCPU = Self.threadCPUSeconds() - buildStart
         #expect(buildCPU > 0.020, "the premise: a CMYK LUT build costs tens of ms (took \(buildCPU * 1000) ms)")
 
-        // Cancelled 2 ms (wall) after the render starts: before the fix, the render thread built
-        // the transform whole and saw the cancel only at its first row (the build's CPU spent).
+        // Cancelled once the transform's build is under way (and from then on): before the fix,
+        // the render thread built the transform whole and saw the cancel only at its first row
+        // (the build's CPU spent). A cancel at a fixed time after the start could come before
+        // the render reached the profile on a loaded machine: no build, nothing to keep.
         let source = try Self.freshProfileSource(2)
-        let start = ContinuousClock.now
+        let profile = try #require(try JPEGDecoder(source: source, limits: ImageLimits()).iccProfile())
+        let key = TransformCache.Key(profile: profile, layout: .cmykInverted)
+        let buildStarted = Atomic<Bool>(false)
         let cpuStart = Self.threadCPUSeconds()
         let error = DecodeCancellationTests.thrown {
-            _ = try Thumbnailer().render(source, request: Sample.request("large"),
-                                         isCancelled: { ContinuousClock.now - start > .milliseconds(2) })
+            _ = try Thumbnailer().render(source, request: Sample.request("large"), isCancelled: {
+                if !buildStarted.load(ordering: .relaxed), TransformCache.isBuilding(key) { buildStarted.store(true, ordering: .relaxed) }
+                return buildStarted.load(ordering: .relaxed)
+            })
         }
         let renderCPU = Self.threadCPUSeconds() - cpuStart
+        let startedBuild = buildStarted.load(ordering: .relaxed)
+        #expect(startedBuild, "the render started the profile's build on a thread of its own")
         #expect(error == .cancelled)
         #expect(renderCPU < min(0.010, buildCPU / 2), "the cancelled render spent \(renderCPU * 1000) ms of CPU")
 
         // The build went on without it and is cached for the next render of that profile.
-        let profile = try #require(try JPEGDecoder(source: source, limits: ImageLimits()).iccProfile())
-        let key = TransformCache.Key(profile: profile, layout: .cmykInverted)
         let deadline = ContinuousClock.now + .seconds(30)
         while TransformCache.lookUp(key) == nil && ContinuousClock.now < deadline { usleep(1000) }
         let kept = try #require(TransformCache.lookUp(key))

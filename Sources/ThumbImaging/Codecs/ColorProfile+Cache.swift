@@ -78,6 +78,11 @@ enum TransformCache {
         }
     }
 
+    /// Whether a build of `key` is under way on a thread of its own.
+    static func isBuilding(_ key: Key) -> Bool {
+        entries.withLock { $0.building[key] != nil }
+    }
+
     static func insert(_ transform: ColorProfileTransform, for key: Key) {
         entries.withLock { keep(transform, for: key, in: &$0) }
     }
