@@ -6,20 +6,20 @@ package import ThumbImaging
 extension ThumbnailPipeline {
     /// The index's counts, and the memory cache's.
     package var detailedCacheStatistics: (disk: CacheStatistics, memory: (bytes: Int, entries: Int)) {
-        (disk.detailedStatistics, memory.statistics)
+        (stores.index.detailedStatistics, memory.statistics)
     }
 
     /// The thumbnails, placeholder and failure record of the asset at `assetPath` (as the index
     /// keys it: the path under the asset folder), on disk and in memory.
     package func purgeCache(asset assetPath: String, keepingFailures: Bool = false) -> CachePurge {
-        let purge = disk.removeThumbnails(ofAssets: [assetPath], keepingFailures: keepingFailures)
+        let purge = stores.thumbnails.removeThumbnails(ofAssets: [assetPath], keepingFailures: keepingFailures)
         memory.removeThumbnails(ofAsset: assetPath)
         return purge
     }
 
     /// The same for every asset under `folder`.
     package func purgeCache(under folder: String, keepingFailures: Bool = false) -> CachePurge {
-        let purge = disk.purge(under: folder, keepingFailures: keepingFailures)
+        let purge = stores.thumbnails.purge(under: folder, keepingFailures: keepingFailures)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
     }
@@ -28,7 +28,7 @@ extension ThumbnailPipeline {
     /// memory (where the assets it touched lose all their thumbnails: memory refills from disk
     /// on the next hit).
     package func purgeCache(kind: SlotKind, scale: Int? = nil) -> CachePurge {
-        let purge = disk.purge(kindMarker: CacheKey.kindMarker(kind), scale: scale)
+        let purge = stores.thumbnails.purge(kindMarker: CacheKey.kindMarker(kind), scale: scale)
         for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
         return purge
     }

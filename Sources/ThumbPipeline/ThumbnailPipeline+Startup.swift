@@ -27,7 +27,7 @@ package final class ReconcileGate: Sendable {
 /// How far the start-up work done in the background has come: the cache's files reconciled
 /// with its index, then the asset folder with the index. `/readyz` and the daemon's STATUS read it.
 package struct StartupProgress: Sendable, Equatable {
-    package var cacheFiles = DiskCache.FileReconcileProgress()
+    package var cacheFiles = CacheIndex.FileReconcileProgress()
     package var cacheReconciled = false
     /// Assets looked at by the asset reconcile under way (or the last one).
     package var assetsChecked = 0
@@ -69,7 +69,7 @@ extension ThumbnailPipeline {
         startup.queue.async { [self] in
             startup.gate?.pass()
             guard !startup.isStopping else { return }
-            disk.reconcileFiles(shouldStop: { startup.isStopping }) { files in
+            stores.index.reconcileFiles(shouldStop: { startup.isStopping }) { files in
                 startup.progress.withLock { $0.cacheFiles = files }
             }
             guard !startup.isStopping else { return }

@@ -8,7 +8,7 @@ extension ThumbnailPipeline {
     package func storedFilePath(of thumbnail: CachedThumbnail) -> String? {
         if let path = thumbnail.storedFilePath { return path }
         let memory = memory
-        disk.storeInBackground(thumbnail) { stored in memory.insert(stored) }
+        stores.thumbnails.storeInBackground(thumbnail) { stored in memory.insert(stored) }
         return nil
     }
 }

@@ -142,9 +142,9 @@ extension ThumbnailPipeline {
             var fromDisk: CachedThumbnail?
             if hit != nil {
                 cacheLevel = 1
-            } else if let failure = disk.failure(for: found.version) {
+            } else if let failure = stores.failures.failure(for: found.version) {
                 return .failure(failure)
-            } else if let stored = disk.thumbnail(for: candidate) {
+            } else if let stored = stores.thumbnails.thumbnail(for: candidate) {
                 fromDisk = stored
                 hit = stored
                 cacheLevel = 2
@@ -173,10 +173,10 @@ extension ThumbnailPipeline {
                           format: EncoderSettings.Format? = nil, scanned: AssetVersion? = nil) -> Bool {
         guard let resolved = scanned.map({ (absolutePath: assets.path + "/" + $0.path, version: $0) }) ?? (try? assets.resolve(assetPath))
         else { return false }
-        if disk.failure(for: resolved.version) != nil { return false }
+        if stores.failures.failure(for: resolved.version) != nil { return false }
         let encoder = configuration.encoder(for: kind, format: format)
         let key = cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
-        if disk.contains(key) { return true }
+        if stores.thumbnails.contains(key) { return true }
         return state.withLock { state in
             guard !state.shuttingDown else { return false }
             let waiter = Waiter(id: state.jobs.makeID(), slot: nil, token: nil, priority: priority, completion: nil)
@@ -193,7 +193,7 @@ extension ThumbnailPipeline {
     /// Whether the disk cache holds this thumbnail for the asset's current version (no render, no read).
     package func isCached(assetPath: String, kind: SlotKind, scale: Int, format: EncoderSettings.Format? = nil) -> Bool {
         guard let resolved = try? assets.resolve(assetPath) else { return false }
-        return disk.contains(cacheKey(asset: resolved.version, kind: kind, scale: scale,
+        return stores.thumbnails.contains(cacheKey(asset: resolved.version, kind: kind, scale: scale,
                                       encoder: configuration.encoder(for: kind, format: format)))
     }
 

@@ -17,7 +17,8 @@ package final class ThumbnailPipeline: Sendable {
     package let configuration: PipelineConfiguration
     let assets: AssetRoot
     let memory: MemoryCache
-    let disk: DiskCache
+    /// The cache folder: its index and the stores on it.
+    let stores: CacheStores
     let state: PipelineLock
     let gate = DeliveryGate()
     let renderThreads = RenderThreads()
@@ -54,10 +55,12 @@ package final class ThumbnailPipeline: Sendable {
 
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
     /// to line requests up deterministically. `renderers` and `opener` replace the render
-    /// threads' renderers and the asset root's open (tests act mid-render with them).
+    /// threads' renderers and the asset root's open (tests act mid-render with them);
+    /// `substitutingStores` replaces stores of the cache folder (tests fail or observe them).
     init(configuration: PipelineConfiguration, startsWorkers: Bool,
          renderers: (@Sendable (Int) -> any ThumbnailRendering)? = nil,
          opener: ((AssetRoot) -> any AssetOpening)? = nil,
+         substitutingStores: ((inout CacheStores) -> Void)? = nil,
          resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
         self.resolvedHook = resolvedHook
         self.configuration = configuration
@@ -65,17 +68,19 @@ package final class ThumbnailPipeline: Sendable {
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
         // The cache first: its real path (created if need be) is what the asset root excludes.
         // Its files are reconciled with the index in the background: hits are served meanwhile.
-        disk = try DiskCache(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes, log: configuration.log,
-                             reconcilesFiles: false)
-        assets = try AssetRoot(path: configuration.assetRoot, excluding: [disk.directory])
+        var stores = try CacheStores.open(directory: configuration.cacheDirectory, byteBudget: configuration.diskCacheBytes,
+                                          log: configuration.log, reconcilesFiles: false)
+        substitutingStores?(&stores)
+        self.stores = stores
+        assets = try AssetRoot(path: configuration.assetRoot, excluding: [stores.thumbnails.directory])
         state = PipelineLock(PipelineState(configuration: configuration))
-        backlog = PrerenderBacklog(disk: disk, assets: assets, configuration: configuration)
-        focus = AssetFocus(assets: assets, disk: disk, memory: memory)
-        placeholders = AssetPlaceholders(assets: assets, disk: disk)
-        follower = AssetFollower(assets: assets, disk: disk, memory: memory, configuration: configuration, backlog: backlog,
+        backlog = PrerenderBacklog(stores: stores, assets: assets, configuration: configuration)
+        focus = AssetFocus(assets: assets, stores: stores, memory: memory)
+        placeholders = AssetPlaceholders(assets: assets, stores: stores)
+        follower = AssetFollower(assets: assets, stores: stores, memory: memory, configuration: configuration, backlog: backlog,
                                  startup: startup)
         makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
-        groupRender = GroupRender(opener: opener?(assets) ?? assets, disk: disk, memory: memory)
+        groupRender = GroupRender(opener: opener?(assets) ?? assets, stores: stores, memory: memory)
         follower.scheduler.bind(self)
         placeholders.pipeline.bind(self)
         if startsWorkers { try startWorkers() }
@@ -164,7 +169,7 @@ package final class ThumbnailPipeline: Sendable {
     }
 
     package var cacheStatistics: (memory: (bytes: Int, entries: Int), disk: (bytes: Int, entries: Int)) {
-        (memory.statistics, disk.statistics)
+        (memory.statistics, stores.thumbnails.statistics)
     }
 
     /// Stops taking work: the background reconciles stop, queued and new requests are answered
@@ -183,7 +188,7 @@ package final class ThumbnailPipeline: Sendable {
         backlog.stop()
         follower.endVouching()
         follower.flushRemovals()
-        disk.close()
+        stores.index.close()
     }
 }
 

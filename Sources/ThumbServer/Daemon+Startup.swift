@@ -194,7 +194,7 @@ final class DaemonServices: @unchecked Sendable {
         let startup = metrics.startup
         guard !startup.isReady else { return "serving: \(counts)" }
         let cache = startup.cacheReconciled ? "cache done"
-            : "cache \(startup.cacheFiles.shardsDone)/\(DiskCache.FileReconcileProgress.shardCount) shards "
+            : "cache \(startup.cacheFiles.shardsDone)/\(CacheIndex.FileReconcileProgress.shardCount) shards "
               + "(\(startup.cacheFiles.rowsChecked)/\(startup.cacheFiles.rowsAtStart) entries)"
         let assets = startup.assetsReconciled ? "assets done" : "assets \(startup.assetsChecked) checked"
         return "serving, reconciling \(cache), \(assets): \(counts)"

@@ -183,7 +183,7 @@ package final class ThumbnailAPI: Sendable {
         if progress.isReady { return .json(200, ["status": "ready"]) }
         let files = progress.cacheFiles
         return .json(503, ["status": "starting", "pending": progress.pending,
-                           "cache": ["shardsDone": files.shardsDone, "shards": DiskCache.FileReconcileProgress.shardCount,
+                           "cache": ["shardsDone": files.shardsDone, "shards": CacheIndex.FileReconcileProgress.shardCount,
                                      "rowsChecked": files.rowsChecked, "rows": files.rowsAtStart],
                            "assets": ["checked": progress.assetsChecked]],
                      headers: [("Retry-After", "1")])

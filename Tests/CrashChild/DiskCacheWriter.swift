@@ -29,15 +29,15 @@ struct DiskCacheWriter {
         return (0..<count).map { UInt8(truncatingIfNeeded: (seed >> UInt64($0 % 56)) &+ UInt64($0) &* 31) }
     }
 
-    func insert(_ cache: DiskCache, _ key: CacheKey, size: Int, format: ImageFormat) throws {
+    func insert(_ cache: ThumbnailStore, _ key: CacheKey, size: Int, format: ImageFormat) throws {
         try cache.insert(CachedThumbnail(key: key, bytes: Self.bytes(key.digest, count: size),
                                          filePath: cache.filePath(for: key, format: format), format: format, width: 120, height: 90))
     }
 
     func run() {
-        let cache: DiskCache
+        let cache: ThumbnailStore
         do {
-            cache = try DiskCache(directory: directory, byteBudget: Self.byteBudget)
+            cache = try ThumbnailStore(directory: directory, byteBudget: Self.byteBudget)
             try insert(cache, Self.key(0), size: 1000, format: .jpeg)
         } catch {
             CrashChild.fail(70, "cannot open or write the cache \(directory): \(error)")
@@ -55,7 +55,7 @@ struct DiskCacheWriter {
             case 6, 7:
                 _ = cache.thumbnail(for: key)
             case 8:
-                cache.recordFailure(Self.version(key.assetPath), record: .undecodable, reason: "test")
+                FailureStore(index: cache.index).recordFailure(Self.version(key.assetPath), record: .undecodable, reason: "test")
             default:
                 cache.removeThumbnails(ofAsset: key.assetPath)
             }

@@ -31,7 +31,7 @@ import ThumbPipeline
         #expect(files.count < summary.rendered, "the cache kept all \(files.count) thumbnails: \(kept) bytes")
         #expect(kept <= Self.budgetBytes, "\(kept) bytes of thumbnails in a cache of \(Self.budgetBytes)")
         #expect(kept > Self.budgetBytes / 2, "the budget is used, not merely undershot: \(kept) bytes")
-        let index = try DiskCache(directory: cache, byteBudget: Self.budgetBytes)
+        let index = try ThumbnailStore(directory: cache, byteBudget: Self.budgetBytes)
         #expect(index.statistics.entries == files.count && index.statistics.bytes == kept)
         index.close()
         #expect(result.stderr.contains("the cache keeps \(files.count) of the \(summary.rendered) thumbnails rendered"), result.describe)

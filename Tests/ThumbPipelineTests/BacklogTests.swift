@@ -114,9 +114,9 @@ import ThumbImaging
         #expect(await eventually(timeout: .seconds(60)) { stopped.wait(timeout: .now()) == .success })
         // What the index holds now, read without draining anything.
         let allAssets = fixture.imageNames + ["broken.jpg"] + names
-        let index = try DiskCache(directory: fixture.cache, byteBudget: 1 << 30, reconcilesFiles: false)
+        let index = try CacheIndex(directory: fixture.cache, byteBudget: 1 << 30, reconcilesFiles: false)
         let cached = Set(index.indexedAssetPaths(after: "", limit: 10_000))
-        let waiting = Set(Self.backlogPaths(index))
+        let waiting = Set(Self.backlogPaths(BacklogStore(index: index)))
         index.close()
         #expect(waiting.count >= allAssets.count - 11, "\(waiting.count) of \(allAssets.count) left")
         try #require(!waiting.isEmpty, "the drain finished before the shutdown: nothing left to resume")
@@ -148,7 +148,7 @@ import ThumbImaging
         #expect(pipeline.metrics.backlog.drained == 2)
         #expect(pipeline.metrics.renders == 1)
         #expect(pipeline.isCached(assetPath: "img1.jpg", kind: Self.avatar, scale: 3))
-        #expect(Self.backlogPaths(pipeline.disk).isEmpty)
+        #expect(Self.backlogPaths(pipeline.stores.backlog).isEmpty)
     }
 
     @Test("the backlog is bounded: assets past its cap are refused, counted and logged once per episode")
@@ -231,20 +231,20 @@ import ThumbImaging
         let directory = fixture.root + "/upgrade"
         let keys = ["a.jpg", "b.jpg"].map { DiskCacheFixture.key($0) }
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             for key in keys { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
             try cache.executeForTesting("DROP TABLE backlog; PRAGMA user_version = 2;")
             cache.close()
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(cache.statistics == (bytes: 200, entries: 2))
         #expect(keys.allSatisfy { cache.thumbnail(for: $0) != nil })
-        #expect(cache.enqueueBacklog(["a.jpg"], maxRows: 10) == (added: 1, refused: 0))
-        #expect(cache.backlogRowCount == 1)
+        #expect(cache.backlog.enqueue(["a.jpg"], maxRows: 10) == (added: 1, refused: 0))
+        #expect(cache.backlog.rowCount == 1)
     }
 
     /// Every path in the backlog table.
-    static func backlogPaths(_ disk: DiskCache) -> [String] {
-        disk.backlogBatch(after: 0, limit: 100_000).map(\.assetPath)
+    static func backlogPaths(_ backlog: any BacklogKeeping) -> [String] {
+        backlog.batch(after: 0, limit: 100_000).map(\.assetPath)
     }
 }

@@ -18,7 +18,7 @@ import Testing
 
     @Test("a cache reopened right after close gets the lock, though a copy of the old descriptor is still open")
     func reopenWhileACopyLives() throws {
-        let first = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let first = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         let lockPath = URL(fileURLWithPath: fixture.directory + "/" + CacheLock.fileName).standardized.path
         let held = try #require(Self.descriptors(of: lockPath).first, "the open cache holds \(lockPath)")
         // What a child between fork and exec holds: another reference to the same open file.
@@ -26,7 +26,7 @@ import Testing
         try #require(copy >= 0)
         defer { close(copy) }
         first.close()
-        let second = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let second = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         second.close()
     }
 }

@@ -135,11 +135,11 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
                 }
             }
             let pipeline = try fixture.pipeline(paused: true) { $0.log = .discard }
-            pipeline.disk.insertRowsForTesting((0..<rows).map { "other/\($0 % 1000)/\($0).jpg" })
-            pipeline.disk.insertRowsForTesting(paths)
+            pipeline.stores.thumbnails.insertRowsForTesting((0..<rows).map { "other/\($0 % 1000)/\($0).jpg" })
+            pipeline.stores.thumbnails.insertRowsForTesting(paths)
             let watcher = try FolderWatcher(root: pipeline.assets, log: .discard, rootPollSeconds: 0.05) { [weak pipeline] in pipeline?.follower.handle($0) }
             try watcher.start()
-            let before = pipeline.disk.stepsForTesting
+            let before = pipeline.stores.thumbnails.stepsForTesting
             let events = pipeline.metrics.watcherEvents
             let started = ContinuousClock.now
             _ = try ChildProcess.run("/bin/rm", ["-rf", fixture.assets + "/tree"], timeout: 600)
@@ -148,8 +148,8 @@ func childCPUSeconds(_ arguments: [String]) throws -> Double {
                 try await Task.sleep(for: .milliseconds(2))
             }
             let seconds = (ContinuousClock.now - started) / .seconds(1)
-            let after = pipeline.disk.stepsForTesting
-            let left = pipeline.disk.assetPaths(under: "tree").count
+            let after = pipeline.stores.thumbnails.stepsForTesting
+            let left = pipeline.stores.thumbnails.assetPaths(under: "tree").count
             watcher.stop()
             pipeline.shutdown()
             print(String(format: "%10d %6d %8d %8.2f %7d %9d %16d", rows, paths.count, 101, seconds, pipeline.metrics.watcherEvents - events,

@@ -31,7 +31,7 @@ import Glibc
             #expect(ending == .signalled(SIGKILL), "round \(round): the writer \(ending), not killed by SIGKILL: \(child.log)")
             try? FileManager.default.removeItem(atPath: ready)
 
-            let cache = try DiskCache(directory: directory, byteBudget: Self.byteBudget)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: Self.byteBudget)
             let rows = cache.indexRowsForTesting()
             let files = F.files(in: cache.directory)
             #expect(!rows.isEmpty, "round \(round): the writer indexed a thumbnail before it was killed; the reopened index has none")

@@ -35,9 +35,9 @@ final class LogCapture: Sendable {
     /// accepted and evicted each other's files by their diverging byte counts.
     @Test("a second open of a cache folder is refused (inUse, naming the holder) until the first closes")
     func secondOpenIsRefusedUntilTheFirstCloses() throws {
-        let first = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let first = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         do throws(CacheError) {
-            _ = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            _ = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             Issue.record("a second open of \(directory) was accepted")
         } catch {
             #expect(error.kind == .inUse)
@@ -45,7 +45,7 @@ final class LogCapture: Sendable {
         }
         try first.insert(F.thumbnail(first, F.key("a.jpg"), size: 10))
         first.close()
-        let second = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let second = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(second.statistics == (bytes: 10, entries: 1))
     }
 
@@ -89,14 +89,14 @@ final class LogCapture: Sendable {
     func damagedIndexRebuildIsLogged() throws {
         let index: String
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             for name in ["a.jpg", "b.jpg", "c.jpg"] { try cache.insert(F.thumbnail(cache, F.key(name), size: 100)) }
             index = cache.directory + "/index.sqlite"
             cache.close()
         }
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: URL(fileURLWithPath: index))
         let capture = LogCapture()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20, log: capture.log)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: capture.log)
         #expect(cache.statistics == (bytes: 0, entries: 0))
         #expect(capture.all.count == 1, "\(capture.text)")
         #expect(capture.count(.warning, "was unusable") == 1, "\(capture.text)")
@@ -105,14 +105,14 @@ final class LogCapture: Sendable {
         // Opened again, healthy: nothing to say.
         cache.close()
         let quiet = LogCapture()
-        _ = try DiskCache(directory: directory, byteBudget: 1 << 20, log: quiet.log)
+        _ = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: quiet.log)
         #expect(quiet.all.isEmpty, "\(quiet.text)")
     }
 
     @Test("orphans after a crash are removed with a notice, not silently")
     func orphansAreReportedAtNotice() throws {
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             try cache.insert(F.thumbnail(cache, F.key("a.jpg"), size: 100))
             let orphan = F.key("orphan.jpg")
             try FileManager.default.createDirectory(atPath: cache.directory + "/" + orphan.digest.prefix(2), withIntermediateDirectories: true)
@@ -120,7 +120,7 @@ final class LogCapture: Sendable {
             cache.close()
         }
         let capture = LogCapture()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20, log: capture.log)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: capture.log)
         #expect(cache.statistics == (bytes: 100, entries: 1))
         #expect(capture.count(.notice, "removed 1 files without a row (50 bytes) and 0 rows without their file") == 1, "\(capture.text)")
     }
@@ -129,7 +129,7 @@ final class LogCapture: Sendable {
     @Test("a removed cache folder is recreated at the next write, with its lock, and logged once")
     func removedFolderIsRecreated() throws {
         let capture = LogCapture()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20, log: capture.log)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: capture.log)
         let a = F.key("a.jpg"), b = F.key("b.jpg"), c = F.key("c.jpg")
         try cache.insert(F.thumbnail(cache, a, size: 100))
         try FileManager.default.removeItem(atPath: directory)
@@ -144,13 +144,13 @@ final class LogCapture: Sendable {
         #expect(capture.count(.warning, "was removed: recreated it with an empty index; the 1 thumbnails (100 bytes)") == 1, "\(capture.text)")
         #expect(capture.all.count == 1, "\(capture.text)")
         // The recreated folder is locked again.
-        #expect(throws: CacheError.self) { try DiskCache(directory: directory, byteBudget: 1 << 20) }
+        #expect(throws: CacheError.self) { try ThumbnailStore(directory: directory, byteBudget: 1 << 20) }
     }
 
     @Test("a removed folder is also noticed by a look-up, so the next write finds it there")
     func removedFolderNoticedByALookup() throws {
         let capture = LogCapture()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20, log: capture.log)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: capture.log)
         let a = F.key("a.jpg")
         try cache.insert(F.thumbnail(cache, a, size: 100))
         try FileManager.default.removeItem(atPath: directory)
@@ -166,7 +166,7 @@ final class LogCapture: Sendable {
     @Test("failing writes are one warning per episode and one notice at its end")
     func failingWritesAreOneEpisode() throws {
         let capture = LogCapture()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20, log: capture.log)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20, log: capture.log)
         let shard = { (key: CacheKey) in cache.directory + "/" + key.digest.prefix(2) }
         // A file where each key's shard folder must be: its writes fail (ENOTDIR), nothing to repair.
         let keys = (0..<5).map { F.key("k\($0).jpg") }

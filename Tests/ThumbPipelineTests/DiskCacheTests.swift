@@ -29,7 +29,7 @@ final class DiskCacheFixture: Sendable {
         return (0..<count).map { UInt8(truncatingIfNeeded: (seed >> UInt64($0 % 56)) &+ UInt64($0) &* 31) }
     }
 
-    static func thumbnail(_ cache: DiskCache, _ key: CacheKey, size: Int, format: ImageFormat = .jpeg) -> CachedThumbnail {
+    static func thumbnail(_ cache: ThumbnailStore, _ key: CacheKey, size: Int, format: ImageFormat = .jpeg) -> CachedThumbnail {
         CachedThumbnail(key: key, bytes: bytes(key.digest, count: size), filePath: cache.filePath(for: key, format: format),
                         format: format, width: 120, height: 90)
     }
@@ -53,10 +53,19 @@ final class DiskCacheFixture: Sendable {
     }
 }
 
-extension DiskCache {
+/// The other stores on a test's cache's index, made at each use as the daemon makes them once
+/// (`CacheStores`): each reads what the index holds, so they agree with one another.
+extension ThumbnailStore {
+    var failures: FailureStore { FailureStore(index: index) }
+    var placeholders: PlaceholderStore { PlaceholderStore(index: index) }
+    var focus: FocusStore { FocusStore(index: index) }
+    var backlog: BacklogStore { BacklogStore(index: index) }
+}
+
+extension ThumbnailStore {
     /// The index rows as the test sees them: relative file path → bytes.
     func indexRowsForTesting() -> [String: Int] {
-        state.withLock { state in
+        index.state.withLock { state in
             var rows: [String: Int] = [:]
             try? state.database?.query("SELECT file_path, bytes FROM entries") { rows[$0.text(0)] = $0.int(1) }
             return rows
@@ -64,7 +73,7 @@ extension DiskCache {
     }
 
     func executeForTesting(_ sql: String) throws {
-        try state.withLock { state in
+        try index.state.withLock { state in
             guard let database = state.database else { throw CacheError(operation: "test", reason: "closed") }
             try database.exec(sql)
         }
@@ -80,7 +89,7 @@ extension DiskCache {
     typealias F = DiskCacheFixture
 
     @Test func insertThenLookupReturnsTheSameThumbnail() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let key = F.key("photos/a.jpg")
         let thumbnail = F.thumbnail(cache, key, size: 1000)
         #expect(thumbnail.filePath == cache.directory + "/" + key.digest.prefix(2) + "/" + key.digest + ".jpg")
@@ -96,7 +105,7 @@ extension DiskCache {
     }
 
     @Test func replacingAnEntryKeepsOneFile() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let key = F.key("photos/a.jpg")
         try cache.insert(F.thumbnail(cache, key, size: 1000))
         try cache.insert(F.thumbnail(cache, key, size: 700, format: .png))
@@ -110,7 +119,7 @@ extension DiskCache {
     /// unlink waits for the trim on a `discard` mount: ~1.6 ms, which made rm -rf of 10k assets
     /// take 12–35 s under the cache's lock). The same digest stored again at once keeps its file.
     @Test func removedFilesAreRetiredAndUnlinkedInTheBackground() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let keys = (0..<50).map { F.key("photos/\($0).jpg") }
         for key in keys { try cache.insert(F.thumbnail(cache, key, size: 300)) }
         for key in keys { cache.removeThumbnails(ofAsset: key.assetPath) }
@@ -118,30 +127,30 @@ extension DiskCache {
         let back = keys[7]
         try cache.insert(F.thumbnail(cache, back, size: 200))
         #expect(cache.statistics == (bytes: 200, entries: 1))
-        cache.reaper.waitUntilReaped()
+        cache.index.reaper.waitUntilReaped()
         #expect(F.files(in: cache.directory, countsRetired: true) == cache.indexRowsForTesting())
         #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(cache.thumbnail(for: back)).filePath)).count == 200)
-        #expect(cache.reaper.pendingCount == 0)
+        #expect(cache.index.reaper.pendingCount == 0)
     }
 
     @Test("a file retired and left behind by a crash is removed by the next open's reconcile")
     func retiredFileLeftByACrashIsRemovedAtOpen() throws {
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             let key = F.key("photos/a.jpg")
             try cache.insert(F.thumbnail(cache, key, size: 300))
             let path = cache.filePath(for: key, format: .jpeg)
             // As the reaper leaves it when the process dies before the unlink.
-            try FileManager.default.moveItem(atPath: path, toPath: cache.reaper.trashName(for: path))
+            try FileManager.default.moveItem(atPath: path, toPath: cache.index.reaper.trashName(for: path))
             try cache.executeForTesting("DELETE FROM entries")
             cache.close()
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(F.files(in: cache.directory, countsRetired: true).isEmpty)
     }
 
     @Test func sameDigestWithAnotherDescriptorIsAMiss() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let key = F.key("photos/a.jpg")
         let other = F.key("photos/a.jpg", width: 121)
         try cache.insert(F.thumbnail(cache, key, size: 100))
@@ -151,7 +160,7 @@ extension DiskCache {
     }
 
     @Test func evictsLeastRecentlyUsedUnderTheBudget() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 300)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 300)
         let a = F.key("a.jpg"), b = F.key("b.jpg"), c = F.key("c.jpg"), d = F.key("d.jpg")
         for key in [a, b, c] { try cache.insert(F.thumbnail(cache, key, size: 100)) }
         #expect(cache.statistics == (bytes: 300, entries: 3))
@@ -169,7 +178,7 @@ extension DiskCache {
     }
 
     @Test func aThumbnailLargerThanTheBudgetIsNotKept() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 100)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 100)
         try cache.insert(F.thumbnail(cache, F.key("a.jpg"), size: 101))
         #expect(cache.statistics == (bytes: 0, entries: 0))
         #expect(F.files(in: cache.directory).isEmpty)
@@ -178,14 +187,14 @@ extension DiskCache {
     @Test func restartKeepsEntriesAndUseOrder() throws {
         let a = F.key("a.jpg"), b = F.key("b.jpg"), c = F.key("c.jpg")
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 300)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 300)
             for key in [a, b, c] { try cache.insert(F.thumbnail(cache, key, size: 100)) }
             _ = cache.thumbnail(for: a)
             cache.close()
             #expect(cache.thumbnail(for: a) == nil)
             #expect(throws: CacheError.self) { try cache.insert(F.thumbnail(cache, F.key("x.jpg"), size: 1)) }
         }
-        let reopened = try DiskCache(directory: directory, byteBudget: 300)
+        let reopened = try ThumbnailStore(directory: directory, byteBudget: 300)
         #expect(reopened.statistics == (bytes: 300, entries: 3))
         try reopened.insert(F.thumbnail(reopened, F.key("d.jpg"), size: 100))
         #expect(reopened.thumbnail(for: b) == nil)  // The oldest use across the restart.
@@ -196,11 +205,11 @@ extension DiskCache {
 
     @Test func reopeningWithASmallerBudgetEvicts() throws {
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1000)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1000)
             for name in ["a", "b", "c"] { try cache.insert(F.thumbnail(cache, F.key(name), size: 100)) }
             cache.close()
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 150)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 150)
         #expect(cache.statistics == (bytes: 100, entries: 1))
         #expect(cache.thumbnail(for: F.key("c")) != nil)
     }
@@ -209,7 +218,7 @@ extension DiskCache {
         let a = F.key("a.jpg"), b = F.key("b.jpg"), c = F.key("c.jpg"), orphan = F.key("orphan.jpg")
         let kept: String
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             for key in [a, b, c] { try cache.insert(F.thumbnail(cache, key, size: 500)) }
             cache.close()
             // A row whose file was deleted, a truncated file, a stray temporary file and an
@@ -223,7 +232,7 @@ extension DiskCache {
             try Data(F.bytes(orphan.digest, count: 300)).write(to: URL(fileURLWithPath: orphanPath))
             kept = c.digest.prefix(2) + "/" + c.digest + ".jpg"
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(cache.statistics == (bytes: 500, entries: 1))
         #expect(cache.indexRowsForTesting() == [kept: 500])
         #expect(F.files(in: cache.directory) == [kept: 500])
@@ -232,7 +241,7 @@ extension DiskCache {
     }
 
     @Test func aFileThatVanishesWhileOpenIsAMissAndForgotten() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let a = F.key("a.jpg"), b = F.key("b.jpg")
         try cache.insert(F.thumbnail(cache, a, size: 100))
         try cache.insert(F.thumbnail(cache, b, size: 100))
@@ -248,27 +257,27 @@ extension DiskCache {
         let original = F.version("broken.jpg")
         let changed = F.version("broken.jpg", modified: 1_800_000_000_000_000_000)
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
-            #expect(cache.failure(for: original) == nil)
-            cache.recordFailure(original, record: .undecodable, reason: "truncated JPEG")
-            let failure = try #require(cache.failure(for: original))
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
+            #expect(cache.failures.failure(for: original) == nil)
+            cache.failures.recordFailure(original, record: .undecodable, reason: "truncated JPEG")
+            let failure = try #require(cache.failures.failure(for: original))
             #expect(failure == .undecodable(reason: "truncated JPEG"))
             #expect(cache.assetPaths() == ["broken.jpg"])
             cache.close()
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
-        #expect(cache.failure(for: original)?.reason == "truncated JPEG")  // Survives a restart.
-        #expect(cache.failure(for: changed) == nil)  // A changed file is tried again.
-        cache.recordFailure(changed, record: .tooLarge, reason: "too large")
-        #expect(cache.failure(for: original) == nil)
-        #expect(cache.failure(for: changed) == .tooLarge(reason: "too large"))
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
+        #expect(cache.failures.failure(for: original)?.reason == "truncated JPEG")  // Survives a restart.
+        #expect(cache.failures.failure(for: changed) == nil)  // A changed file is tried again.
+        cache.failures.recordFailure(changed, record: .tooLarge, reason: "too large")
+        #expect(cache.failures.failure(for: original) == nil)
+        #expect(cache.failures.failure(for: changed) == .tooLarge(reason: "too large"))
         cache.removeThumbnails(ofAsset: "broken.jpg")
-        #expect(cache.failure(for: changed) == nil)
+        #expect(cache.failures.failure(for: changed) == nil)
         #expect(cache.assetPaths().isEmpty)
     }
 
     @Test func removeThumbnailsRemovesTheAssetsFiles() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         let small = F.key("x.jpg", width: 60), large = F.key("x.jpg", width: 240), other = F.key("y.jpg")
         try cache.insert(F.thumbnail(cache, small, size: 100))
         try cache.insert(F.thumbnail(cache, large, size: 400, format: .png))
@@ -288,18 +297,18 @@ extension DiskCache {
         let key = F.key("a.jpg")
         let index: String
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             try cache.insert(F.thumbnail(cache, key, size: 100))
-            cache.recordFailure(F.version("b.jpg"), record: .undecodable, reason: "bad")
+            cache.failures.recordFailure(F.version("b.jpg"), record: .undecodable, reason: "bad")
             index = cache.directory + "/index.sqlite"
             cache.close()
         }
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: URL(fileURLWithPath: index))
 
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(cache.statistics == (bytes: 0, entries: 0))
         #expect(cache.thumbnail(for: key) == nil)
-        #expect(cache.failure(for: F.version("b.jpg")) == nil)
+        #expect(cache.failures.failure(for: F.version("b.jpg")) == nil)
         #expect(F.files(in: cache.directory).isEmpty)  // The unindexed files went with it.
         #expect(FileManager.default.fileExists(atPath: index + ".broken"))
         try cache.insert(F.thumbnail(cache, key, size: 100))
@@ -310,20 +319,20 @@ extension DiskCache {
     func anUnknownIndexIsMovedAside(_ sql: String) throws {
         let key = F.key("a.jpg")
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             try cache.insert(F.thumbnail(cache, key, size: 100))
             if sql.hasPrefix("CREATE") { try cache.executeForTesting("DROP TABLE entries; DROP TABLE failures") }
             try cache.executeForTesting(sql)
             cache.close()
         }
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         #expect(cache.statistics == (bytes: 0, entries: 0))
         try cache.insert(F.thumbnail(cache, key, size: 100))
         #expect(cache.thumbnail(for: key) != nil)
     }
 
     @Test func refusesAFilePathThatIsNotTheCaches() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         var thumbnail = F.thumbnail(cache, F.key("a.jpg"), size: 10)
         thumbnail.filePath = "/tmp/elsewhere.jpg"
         #expect(throws: CacheError.self) { try cache.insert(thumbnail) }
@@ -333,11 +342,11 @@ extension DiskCache {
     @Test func anUnwritableDirectoryIsACacheError() throws {
         try "not a folder".write(toFile: directory, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        #expect(throws: CacheError.self) { try DiskCache(directory: directory + "/cache", byteBudget: 100) }
+        #expect(throws: CacheError.self) { try ThumbnailStore(directory: directory + "/cache", byteBudget: 100) }
     }
 
     @Test func concurrentUseKeepsIndexAndFilesInAgreement() throws {
-        let cache = try DiskCache(directory: directory, byteBudget: 20_000)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 20_000)
         let keys = (0..<64).map { F.key("p\($0).jpg") }
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for round in 0..<100 {

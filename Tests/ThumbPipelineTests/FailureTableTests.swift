@@ -98,13 +98,13 @@ struct FailureTableTests {
         let version = AssetVersion(path: "a.jpg", size: 10, modifiedNanoseconds: 1, inode: 2, device: 3)
         let key = CacheKey(asset: version, kind: PipelineFixture.large, scale: 1, encoder: EncoderSettings())
         do {
-            let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
             try cache.insert(CachedThumbnail(key: key, bytes: [1, 2, 3], filePath: cache.filePath(for: key, format: .png),
                                              format: .png, width: 1, height: 1))
             cache.close()
         }
         // Turn the failures table back into schema 1's.
-        let database = try SQLiteDatabase(path: directory + "/" + DiskCache.indexName)
+        let database = try SQLiteDatabase(path: directory + "/" + CacheIndex.indexName)
         try database.exec("""
             DROP TABLE failures;
             CREATE TABLE failures (asset_path TEXT PRIMARY KEY NOT NULL, version TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL);
@@ -112,12 +112,12 @@ struct FailureTableTests {
             PRAGMA user_version = 1;
             """)
         database.close()
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 20)
         defer { cache.close() }
         #expect(cache.thumbnail(for: key)?.bytes == [1, 2, 3])
-        #expect(!FileManager.default.fileExists(atPath: directory + "/" + DiskCache.indexName + ".broken"))
-        cache.recordFailure(version, record: .tooLarge, reason: "pixels")
-        #expect(cache.failure(for: version) == .tooLarge(reason: "pixels"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/" + CacheIndex.indexName + ".broken"))
+        cache.failures.recordFailure(version, record: .tooLarge, reason: "pixels")
+        #expect(cache.failures.failure(for: version) == .tooLarge(reason: "pixels"))
     }
 
     /// Corpus files the manifest says must fail, half JPEG and half PNG.

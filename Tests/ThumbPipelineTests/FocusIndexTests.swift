@@ -3,10 +3,10 @@ import Testing
 import ThumbImaging
 @testable import ThumbPipeline
 
-extension DiskCache {
+extension ThumbnailStore {
     /// The first column of the first row, for the schema checks below.
     func scalarForTesting(_ sql: String) throws -> Int64? {
-        try state.withLock { state in
+        try index.state.withLock { state in
             guard let database = state.database else { throw CacheError(operation: "test", reason: "closed") }
             return try database.scalar(sql)
         }
@@ -54,51 +54,51 @@ extension DiskCache {
     @Test("a focus is set, read, replaced and removed; kept across a reopen")
     func setGetRemove() throws {
         do {
-            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
-            #expect(cache.focus(ofAsset: "a.jpg") == nil)
-            try cache.setFocus(FocusRegion(x: 0.5, y: 0.5)!, ofAsset: "a.jpg")
-            try cache.setFocus(Self.focus, ofAsset: "a.jpg")
-            try cache.setFocus(FocusRegion(x: 0.1, y: 0.9)!, ofAsset: "b/c.jpg")
-            #expect(cache.focus(ofAsset: "a.jpg") == Self.focus && cache.focusCount == 2)
-            #expect(try cache.removeFocus(ofAsset: "b/c.jpg"))
-            #expect(try !cache.removeFocus(ofAsset: "b/c.jpg"), "nothing left to remove")
+            let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
+            #expect(cache.focus.focus(ofAsset: "a.jpg") == nil)
+            try cache.focus.setFocus(FocusRegion(x: 0.5, y: 0.5)!, ofAsset: "a.jpg")
+            try cache.focus.setFocus(Self.focus, ofAsset: "a.jpg")
+            try cache.focus.setFocus(FocusRegion(x: 0.1, y: 0.9)!, ofAsset: "b/c.jpg")
+            #expect(cache.focus.focus(ofAsset: "a.jpg") == Self.focus && cache.focus.count == 2)
+            #expect(try cache.focus.removeFocus(ofAsset: "b/c.jpg"))
+            #expect(try !cache.focus.removeFocus(ofAsset: "b/c.jpg"), "nothing left to remove")
             cache.close()
         }
-        let reopened = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
-        #expect(reopened.focus(ofAsset: "a.jpg") == Self.focus, "the exact doubles come back")
-        #expect(reopened.focus(ofAsset: "b/c.jpg") == nil && reopened.focusCount == 1)
+        let reopened = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
+        #expect(reopened.focus.focus(ofAsset: "a.jpg") == Self.focus, "the exact doubles come back")
+        #expect(reopened.focus.focus(ofAsset: "b/c.jpg") == nil && reopened.focus.count == 1)
     }
 
     @Test("setting or removing a focus drops that asset's focus-cropped rows and files, nothing else")
     func setDropsFocusRows() throws {
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         let kept = [Self.key("a.jpg", .centre), Self.key("a.jpg", .attention), Self.key("b.jpg", .focus)]
         let dropped = Self.key("a.jpg", .focus)
         for key in kept + [dropped] { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
-        #expect(try cache.setFocus(Self.focus, ofAsset: "a.jpg") == 1)
+        #expect(try cache.focus.setFocus(Self.focus, ofAsset: "a.jpg") == 1)
         #expect(cache.thumbnail(for: dropped) == nil && !cache.contains(dropped))
         #expect(kept.allSatisfy { cache.contains($0) })
         #expect(cache.statistics == (bytes: 300, entries: 3))
         let focused = Self.key("a.jpg", .focus, focus: Self.focus)
         try cache.insert(DiskCacheFixture.thumbnail(cache, focused, size: 50))
-        #expect(try cache.removeFocus(ofAsset: "a.jpg"))
+        #expect(try cache.focus.removeFocus(ofAsset: "a.jpg"))
         #expect(!cache.contains(focused) && cache.statistics == (bytes: 300, entries: 3))
-        cache.reaper.waitUntilReaped()
+        cache.index.reaper.waitUntilReaped()
         #expect(!FileManager.default.fileExists(atPath: cache.filePath(for: focused, format: .jpeg)))
     }
 
     @Test("removed assets and folders lose their focus; a sibling folder's name does not")
     func removals() throws {
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         for path in ["a.jpg", "b.jpg", "dir/x.jpg", "dir/deep/y.jpg", "dir0/z.jpg", "dir.jpg"] {
-            try cache.setFocus(Self.focus, ofAsset: path)
+            try cache.focus.setFocus(Self.focus, ofAsset: path)
         }
-        cache.removeFocus(ofAssets: ["a.jpg", "never-had-one.jpg"])
-        cache.removeFocus(under: "dir")
-        #expect(cache.assetPathsWithFocus() == ["b.jpg", "dir.jpg", "dir0/z.jpg"])
+        cache.focus.removeFocus(ofAssets: ["a.jpg", "never-had-one.jpg"])
+        cache.focus.removeFocus(under: "dir")
+        #expect(cache.focus.assetPathsWithFocus() == ["b.jpg", "dir.jpg", "dir0/z.jpg"])
         cache.close()
-        let reopened = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
-        #expect(reopened.assetPathsWithFocus() == ["b.jpg", "dir.jpg", "dir0/z.jpg"], "the rows went, not only the mirror's")
+        let reopened = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
+        #expect(reopened.focus.assetPathsWithFocus() == ["b.jpg", "dir.jpg", "dir0/z.jpg"], "the rows went, not only the mirror's")
     }
 
     @Test("a thumbnail's crop rectangle is kept in the index")
@@ -106,13 +106,13 @@ extension DiskCache {
         let crop = CropRectangle(x: 412.5, y: 0, width: 1200, height: 1200)
         let key = Self.key("a.jpg", .attention)
         do {
-            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
             var thumbnail = DiskCacheFixture.thumbnail(cache, key, size: 100)
             thumbnail.crop = crop
             try cache.insert(thumbnail)
             cache.close()
         }
-        let reopened = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let reopened = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         #expect(reopened.thumbnail(for: key)?.crop == crop)
     }
 
@@ -120,7 +120,7 @@ extension DiskCache {
     func schema3Upgrade() throws {
         let keys = ["a.jpg", "b.jpg"].map { DiskCacheFixture.key($0) }
         do {
-            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
             for key in keys { try cache.insert(DiskCacheFixture.thumbnail(cache, key, size: 100)) }
             // Back to schema 3's DDL: no placeholders or focus tables, no entries.crop.
             try cache.executeForTesting("""
@@ -129,15 +129,15 @@ extension DiskCache {
             #expect(try cache.scalarForTesting("SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'crop'") == 0)
             cache.close()
         }
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         #expect(try cache.scalarForTesting("PRAGMA user_version") == 5)
         #expect(cache.statistics == (bytes: 200, entries: 2))
         for key in keys {
             let thumbnail = try #require(cache.thumbnail(for: key), "\(key.assetPath) lost in the upgrade")
             #expect(thumbnail.crop == nil && thumbnail.bytes == DiskCacheFixture.bytes(key.digest, count: 100))
         }
-        try cache.setFocus(Self.focus, ofAsset: "a.jpg")
-        #expect(cache.focus(ofAsset: "a.jpg") == Self.focus)
+        try cache.focus.setFocus(Self.focus, ofAsset: "a.jpg")
+        #expect(cache.focus.focus(ofAsset: "a.jpg") == Self.focus)
         #expect(try cache.scalarForTesting("SELECT count(*) FROM placeholders") == 0)
     }
 }

@@ -3,11 +3,11 @@ import Testing
 import ThumbImaging
 @testable import ThumbPipeline
 
-extension DiskCache {
+extension ThumbnailStore {
     /// Index rows without files (the removal paths do not need them), `count` per path, in one
     /// transaction: a big index in milliseconds. The totals count them.
     func insertRowsForTesting(_ paths: [String], perPath count: Int = 1) {
-        state.withLock { state in
+        index.state.withLock { state in
             guard let database = state.database else { return }
             try? database.transaction { () throws(SQLiteError) in
                 for path in paths {
@@ -28,12 +28,12 @@ extension DiskCache {
 
     /// SQLite's step counters of this cache's connection so far.
     var stepsForTesting: (virtualMachine: Int, fullScan: Int) {
-        state.withLock { ($0.database?.virtualMachineSteps ?? 0, $0.database?.fullScanSteps ?? 0) }
+        index.state.withLock { ($0.database?.virtualMachineSteps ?? 0, $0.database?.fullScanSteps ?? 0) }
     }
 
     /// EXPLAIN QUERY PLAN's detail lines for `sql` with `bounds`.
     func queryPlanForTesting(_ sql: String, _ bounds: [SQLiteValue]) -> [String] {
-        state.withLock { state in
+        index.state.withLock { state in
             var lines: [String] = []
             try? state.database?.query("EXPLAIN QUERY PLAN " + sql, bounds) { lines.append($0.text(3)) }
             return lines
@@ -64,11 +64,11 @@ extension DiskCache {
 
     @Test(arguments: ["a", "a/", "a/b", "a b", "a0", "é", "a\u{301}", "a/日本", "A", "~"])
     func queryReturnsExactlyThePathsUnderTheFolder(folder: String) throws {
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 30)
         cache.insertRowsForTesting(Self.paths, perPath: 2)
         // Failures alone (no thumbnail) count too.
         for path in ["a/failed.jpg", "a0/failed.jpg", "a b/failed.jpg", "é/failed.jpg"] {
-            cache.recordFailure(DiskCacheFixture.version(path), record: .undecodable, reason: "test")
+            cache.failures.recordFailure(DiskCacheFixture.version(path), record: .undecodable, reason: "test")
         }
         let all = Self.paths + ["a/failed.jpg", "a0/failed.jpg", "a b/failed.jpg", "é/failed.jpg"]
         let trimmed = folder.hasSuffix("/") ? String(folder.dropLast()) : folder
@@ -89,7 +89,7 @@ extension DiskCache {
     }
 
     @Test func theSpecialCasesByName() throws {
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 30)
         cache.insertRowsForTesting(Self.paths)
         #expect(cache.assetPaths(under: "a") == ["a/x.jpg", "a/b/y.jpg", "a/b/c/d/z.png", "a/é.jpg", "a/日本/写真.heic", "a/\u{301}.jpg", "a/a0/q.jpg"])
         #expect(cache.assetPaths(under: "a b") == ["a b/x.jpg"])
@@ -103,11 +103,11 @@ extension DiskCache {
     /// The query runs on the index: SQLite's plan says so, and it counts no full-scan step and
     /// a number of virtual-machine steps set by the folder's rows, not by the index's.
     @Test func removalVisitsOnlyTheFolderRows() throws {
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 30)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 30)
         cache.insertRowsForTesting((0..<20_000).map { "elsewhere/\($0 % 97)/\($0).jpg" })
         cache.insertRowsForTesting((0..<10).map { "gone/\($0).jpg" }, perPath: 3)
-        cache.recordFailure(DiskCacheFixture.version("gone/broken.jpg"), record: .undecodable, reason: "test")
-        let (condition, bounds) = DiskCache.rangeCondition(under: "gone")
+        cache.failures.recordFailure(DiskCacheFixture.version("gone/broken.jpg"), record: .undecodable, reason: "test")
+        let (condition, bounds) = CacheIndex.rangeCondition(under: "gone")
         let entriesPlan = cache.queryPlanForTesting("SELECT asset_path, file_path, bytes FROM entries WHERE \(condition)", bounds)
         let failuresPlan = cache.queryPlanForTesting("SELECT asset_path FROM failures WHERE \(condition)", bounds)
         #expect(entriesPlan.contains { $0.contains("SEARCH entries USING INDEX entries_by_asset (asset_path>? AND asset_path<?)") }, "\(entriesPlan)")
@@ -134,16 +134,16 @@ extension DiskCache {
         defer { pipeline.shutdown() }
         // The start-up file reconcile drops rows whose files are missing (these have none).
         pipeline.waitForBackgroundReconcile()
-        pipeline.disk.insertRowsForTesting((0..<20_000).map { "kept/\($0 % 101)/\($0).jpg" })
-        pipeline.disk.insertRowsForTesting((0..<50).map { "album/\($0 % 5)/\($0).jpg" } + ["album0/x.jpg", "album b/y.jpg"])
-        pipeline.disk.recordFailure(DiskCacheFixture.version("album/3/broken.jpg"), record: .undecodable, reason: "test")
-        let before = pipeline.disk.stepsForTesting
+        pipeline.stores.thumbnails.insertRowsForTesting((0..<20_000).map { "kept/\($0 % 101)/\($0).jpg" })
+        pipeline.stores.thumbnails.insertRowsForTesting((0..<50).map { "album/\($0 % 5)/\($0).jpg" } + ["album0/x.jpg", "album b/y.jpg"])
+        pipeline.stores.failures.recordFailure(DiskCacheFixture.version("album/3/broken.jpg"), record: .undecodable, reason: "test")
+        let before = pipeline.stores.thumbnails.stepsForTesting
         pipeline.follower.handle(.removedFolder(path: "album"))
-        let after = pipeline.disk.stepsForTesting
-        #expect(pipeline.disk.assetPaths(under: "album").isEmpty)
-        #expect(pipeline.disk.assetPaths(under: "kept").count == 20_000)
-        #expect(pipeline.disk.assetPaths(under: "album0") == ["album0/x.jpg"])
-        #expect(pipeline.disk.assetPaths(under: "album b") == ["album b/y.jpg"])
+        let after = pipeline.stores.thumbnails.stepsForTesting
+        #expect(pipeline.stores.thumbnails.assetPaths(under: "album").isEmpty)
+        #expect(pipeline.stores.thumbnails.assetPaths(under: "kept").count == 20_000)
+        #expect(pipeline.stores.thumbnails.assetPaths(under: "album0") == ["album0/x.jpg"])
+        #expect(pipeline.stores.thumbnails.assetPaths(under: "album b") == ["album b/y.jpg"])
         #expect(after.fullScan == before.fullScan, "a full scan of the index")
         #expect(after.virtualMachine - before.virtualMachine < 5_000, "\(after.virtualMachine - before.virtualMachine) steps for 51 rows")
     }

@@ -49,13 +49,13 @@ import Glibc
             let pipeline = try fixture.pipeline { $0.diskCacheBytes = Self.diskCacheBytes }
             // The files are reconciled with the index in the background: wait for it.
             pipeline.waitForBackgroundReconcile()
-            let rows = pipeline.disk.indexRowsForTesting()
-            let files = DiskCacheFixture.files(in: pipeline.disk.directory)
+            let rows = pipeline.stores.thumbnails.indexRowsForTesting()
+            let files = DiskCacheFixture.files(in: pipeline.stores.thumbnails.directory)
             #expect(!rows.isEmpty, "round \(round): the child indexed a thumbnail before it was killed; the reopened index has none")
             #expect(files == rows, "round \(round): index and files disagree")
             // Every file the index lists is a whole image.
             for relative in rows.keys {
-                let source = try SourceBytes.read(path: pipeline.disk.directory + "/" + relative, maxBytes: 1 << 24)
+                let source = try SourceBytes.read(path: pipeline.stores.thumbnails.directory + "/" + relative, maxBytes: 1 << 24)
                 let probe = SlotKind(name: "probe", widthPoints: 4096, heightPoints: 4096)
                 let decoded = try thumbnailer.render(source, request: ThumbnailRequest(kind: probe, scale: 1))
                 #expect(decoded.warning == nil, "round \(round): \(relative) is damaged: \(decoded.warning ?? "")")

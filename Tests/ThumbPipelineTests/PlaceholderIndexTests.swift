@@ -18,33 +18,33 @@ import ThumbImaging
         let version = DiskCacheFixture.version("a/b.jpg")
         let edited = DiskCacheFixture.version("a/b.jpg", modified: 1_800_000_000_000_000_000)
         do {
-            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+            let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
             defer { cache.close() }
-            #expect(cache.placeholder(of: version) == nil)
-            cache.storePlaceholder(Self.placeholder(7, alpha: 128), of: version)
-            #expect(cache.placeholder(of: version) == Self.placeholder(7, alpha: 128))
-            #expect(cache.placeholder(of: edited) == nil, "another version of the file has none")
-            #expect(cache.placeholder(of: DiskCacheFixture.version("a/c.jpg")) == nil)
+            #expect(cache.placeholders.placeholder(of: version) == nil)
+            cache.placeholders.store(Self.placeholder(7, alpha: 128), of: version)
+            #expect(cache.placeholders.placeholder(of: version) == Self.placeholder(7, alpha: 128))
+            #expect(cache.placeholders.placeholder(of: edited) == nil, "another version of the file has none")
+            #expect(cache.placeholders.placeholder(of: DiskCacheFixture.version("a/c.jpg")) == nil)
         }
-        let reopened = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let reopened = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { reopened.close() }
-        #expect(reopened.placeholder(of: version) == Self.placeholder(7, alpha: 128), "kept across a restart")
+        #expect(reopened.placeholders.placeholder(of: version) == Self.placeholder(7, alpha: 128), "kept across a restart")
         // A decode of the edited file replaces the row.
-        reopened.storePlaceholder(Self.placeholder(9), of: edited)
-        #expect(reopened.placeholder(of: edited) == Self.placeholder(9) && reopened.placeholder(of: version) == nil)
-        #expect(reopened.placeholderCount == 1)
+        reopened.placeholders.store(Self.placeholder(9), of: edited)
+        #expect(reopened.placeholders.placeholder(of: edited) == Self.placeholder(9) && reopened.placeholders.placeholder(of: version) == nil)
+        #expect(reopened.placeholders.count == 1)
     }
 
     @Test("a batch look-up of 50 paths answers each stored one with its version, and nothing for the rest")
     func batchLookUp() throws {
         let fixture = try DiskCacheFixture()
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
         let paths = (0..<50).map { "cells/\($0).jpg" }
         for (index, path) in paths.enumerated() where index % 5 != 0 {
-            cache.storePlaceholder(Self.placeholder(UInt8(index)), of: DiskCacheFixture.version(path))
+            cache.placeholders.store(Self.placeholder(UInt8(index)), of: DiskCacheFixture.version(path))
         }
-        let found = cache.storedPlaceholders(ofAssets: paths + ["cells/0.jpg", "elsewhere.png"])
+        let found = cache.placeholders.stored(ofAssets: paths + ["cells/0.jpg", "elsewhere.png"])
         #expect(found.count == 40)
         for (index, path) in paths.enumerated() {
             if index % 5 == 0 {
@@ -59,33 +59,33 @@ import ThumbImaging
     @Test("a hash outside the format is never stored")
     func refusesOutOfFormatHashes() throws {
         let fixture = try DiskCacheFixture()
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
         var long = Self.placeholder(1)
         long.thumbHash = [UInt8](repeating: 1, count: ThumbHash.maxBytes + 1)
-        cache.storePlaceholder(long, of: DiskCacheFixture.version("x.jpg"))
+        cache.placeholders.store(long, of: DiskCacheFixture.version("x.jpg"))
         var short = Self.placeholder(1)
         short.thumbHash = [1, 2]
-        cache.storePlaceholder(short, of: DiskCacheFixture.version("y.jpg"))
-        #expect(cache.placeholderCount == 0)
+        cache.placeholders.store(short, of: DiskCacheFixture.version("y.jpg"))
+        #expect(cache.placeholders.count == 0)
     }
 
     @Test("removed with the asset (the watcher's removal batch) and with its folder; the asset reconcile sees placeholder-only rows")
     func removedWithTheAsset() throws {
         let fixture = try DiskCacheFixture()
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
         for path in ["gone.jpg", "kept.jpg", "album/one.jpg", "album/two.jpg", "album0/other.jpg"] {
-            cache.storePlaceholder(Self.placeholder(3), of: DiskCacheFixture.version(path))
+            cache.placeholders.store(Self.placeholder(3), of: DiskCacheFixture.version(path))
         }
         #expect(cache.assetPaths() == ["gone.jpg", "kept.jpg", "album/one.jpg", "album/two.jpg", "album0/other.jpg"])
         #expect(cache.assetPaths(under: "album") == ["album/one.jpg", "album/two.jpg"])
         cache.removeThumbnails(ofAssets: ["gone.jpg"])
-        #expect(cache.placeholder(of: DiskCacheFixture.version("gone.jpg")) == nil)
-        #expect(cache.placeholder(of: DiskCacheFixture.version("kept.jpg")) != nil)
+        #expect(cache.placeholders.placeholder(of: DiskCacheFixture.version("gone.jpg")) == nil)
+        #expect(cache.placeholders.placeholder(of: DiskCacheFixture.version("kept.jpg")) != nil)
         cache.removeThumbnails(under: "album")
-        #expect(cache.storedPlaceholders(ofAssets: ["album/one.jpg", "album/two.jpg", "album0/other.jpg"]).keys.sorted() == ["album0/other.jpg"])
-        #expect(cache.placeholderCount == 2)
+        #expect(cache.placeholders.stored(ofAssets: ["album/one.jpg", "album/two.jpg", "album0/other.jpg"]).keys.sorted() == ["album0/other.jpg"])
+        #expect(cache.placeholders.count == 2)
     }
 }
 
@@ -112,7 +112,7 @@ import ThumbImaging
         let first = await pipeline.thumbnail(.init(assetPath: "img3.png", kind: PipelineFixture.avatar, scale: 3))
         #expect(first.thumbnail != nil)
         let version = try pipeline.assets.resolve("img3.png").version
-        let stored = try #require(pipeline.disk.placeholder(of: version))
+        let stored = try #require(pipeline.stores.placeholders.placeholder(of: version))
         #expect(stored.thumbHash[2] & 0x80 != 0, "basn6a08 has alpha")
         #expect(pipeline.metrics.placeholdersComputed == 1)
         _ = await pipeline.thumbnail(.init(assetPath: "img3.png", kind: PipelineFixture.large, scale: 1))
@@ -146,9 +146,9 @@ import ThumbImaging
         #expect(pipeline.metrics.placeholdersComputed == fixture.imageNames.count)
         // Cached thumbnails but no placeholder (an index from before schema 4): the look-up still gets one computed.
         let versions = try fixture.imageNames.map { try pipeline.assets.resolve($0).version }
-        pipeline.disk.removePlaceholdersForTesting(of: versions[0].path)
+        PlaceholderStore(index: pipeline.stores.index).removeForTesting(of: versions[0].path)
         #expect(pipeline.placeholders.states(ofAssets: [versions[0].path], rendering: PipelineFixture.avatar, scale: 3) == [.pending])
-        #expect(await until { pipeline.disk.placeholder(of: versions[0]) != nil })
+        #expect(await until { pipeline.stores.placeholders.placeholder(of: versions[0]) != nil })
     }
 
     @Test("a client's render that can skip columns leaves the placeholder to a decode no client waits on")
@@ -158,12 +158,12 @@ import ThumbImaging
         let version = try pipeline.assets.resolve("img0.jpg").version // 1800x1200: a square fill skips a third
         let visible = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3))
         #expect(visible.thumbnail != nil)
-        #expect(pipeline.disk.placeholder(of: version) == nil && pipeline.metrics.placeholdersComputed == 0)
+        #expect(pipeline.stores.placeholders.placeholder(of: version) == nil && pipeline.metrics.placeholdersComputed == 0)
         // The same crop at another size wanted ahead of the screen (prefetch): no client waits on it.
         let tile = SlotKind(name: "tile", widthPoints: 40, heightPoints: 40, scales: [2], mode: .fill)
         let prefetched = await pipeline.thumbnail(.init(assetPath: "img0.jpg", kind: tile, scale: 2, priority: .prefetch))
         #expect(prefetched.thumbnail != nil)
-        #expect(pipeline.disk.placeholder(of: version) != nil && pipeline.metrics.placeholdersComputed == 1)
+        #expect(pipeline.stores.placeholders.placeholder(of: version) != nil && pipeline.metrics.placeholdersComputed == 1)
     }
 
     @Test("a client that reads placeholders (wait=0, JSON) has its render compute one, column crop or not")
@@ -173,7 +173,7 @@ import ThumbImaging
         var request = PipelineRequest(assetPath: "img0.jpg", kind: PipelineFixture.avatar, scale: 3)
         request.wantsPlaceholder = true
         #expect(await pipeline.thumbnail(request).thumbnail != nil)
-        #expect(pipeline.disk.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
+        #expect(pipeline.stores.placeholders.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
     }
 
     @Test("a look-up that finds a client's render of its thumbnail queued has that render compute the placeholder")
@@ -187,7 +187,7 @@ import ThumbImaging
         try pipeline.startWorkers()
         await log.wait(for: 1)
         #expect((try? log.response("client")?.result.get()) != nil)
-        #expect(pipeline.disk.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
+        #expect(pipeline.stores.placeholders.placeholder(of: try pipeline.assets.resolve("img0.jpg").version) != nil)
         #expect(pipeline.metrics.placeholdersComputed == 1)
     }
 

@@ -16,11 +16,11 @@ import ThumbImaging
     @Test("the text form round-trips, and a damaged entry is skipped rather than trusted")
     func textForm() {
         let placements = [Self.placement("144x144c", 0.3125, 0.1), Self.placement("60x180r120", 1, 0)]
-        #expect(DiskCache.placements(text: DiskCache.placementsText(placements)) == placements)
-        #expect(DiskCache.placements(text: "") == [] && DiskCache.placements(text: ";;") == [])
+        #expect(PlaceholderStore.placements(text: PlaceholderStore.placementsText(placements)) == placements)
+        #expect(PlaceholderStore.placements(text: "") == [] && PlaceholderStore.placements(text: ";;") == [])
         let damaged = "96x96c 0.5 nan;96x96 1.5 0.5;a b;\(String(repeating: "x", count: 41)) 0.5 0.5;96x96c 0.5;"
             + "144x144c 0.25 0.75;144x144c 0.5 0.5"
-        #expect(DiskCache.placements(text: damaged) == [Self.placement("144x144c", 0.25, 0.75)])
+        #expect(PlaceholderStore.placements(text: damaged) == [Self.placement("144x144c", 0.25, 0.75)])
     }
 
     @Test("stored with the placeholder, added to the row of exactly its version, gone when another version is decoded")
@@ -28,21 +28,21 @@ import ThumbImaging
         let fixture = try DiskCacheFixture()
         let version = DiskCacheFixture.version("a.jpg")
         let edited = DiskCacheFixture.version("a.jpg", modified: 1_800_000_000_000_000_000)
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
-        cache.addPlacements([Self.placement("96x96c", 0.5, 0.5)], of: version)
-        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"]).isEmpty, "no row before the version's first decode")
-        cache.storePlaceholder(Self.placeholder, placements: [Self.placement("144x144c", 0.25, 0.5)], of: version)
-        cache.addPlacements([Self.placement("96x96c", 0.5, 0.5), Self.placement("144x144c", 0.9, 0.9)], of: version)
-        cache.addPlacements([Self.placement("60x60", 0.1, 0.1)], of: edited)
-        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements
+        cache.placeholders.addPlacements([Self.placement("96x96c", 0.5, 0.5)], of: version)
+        #expect(cache.placeholders.stored(ofAssets: ["a.jpg"]).isEmpty, "no row before the version's first decode")
+        cache.placeholders.store(Self.placeholder, placements: [Self.placement("144x144c", 0.25, 0.5)], of: version)
+        cache.placeholders.addPlacements([Self.placement("96x96c", 0.5, 0.5), Self.placement("144x144c", 0.9, 0.9)], of: version)
+        cache.placeholders.addPlacements([Self.placement("60x60", 0.1, 0.1)], of: edited)
+        #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements
                 == [Self.placement("144x144c", 0.25, 0.5), Self.placement("96x96c", 0.5, 0.5)],
                 "a shape already placed keeps its place; another version's placements are not added")
         // A second decode of the same version (one that raced the first) adds to the row, never drops.
-        cache.storePlaceholder(Self.placeholder, placements: [Self.placement("60x60", 0.1, 0.1), Self.placement("96x96c", 0, 0)], of: version)
-        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements.map(\.shape) == ["144x144c", "96x96c", "60x60"])
-        cache.storePlaceholder(Self.placeholder, of: edited)
-        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [])
+        cache.placeholders.store(Self.placeholder, placements: [Self.placement("60x60", 0.1, 0.1), Self.placement("96x96c", 0, 0)], of: version)
+        #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements.map(\.shape) == ["144x144c", "96x96c", "60x60"])
+        cache.placeholders.store(Self.placeholder, of: edited)
+        #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [])
     }
 
     @Test("an index of schema 4 opens as 5 with its placeholders kept (also one relabelled 4 that has the column)",
@@ -51,17 +51,17 @@ import ThumbImaging
         let fixture = try DiskCacheFixture()
         let version = DiskCacheFixture.version("a.jpg")
         do {
-            let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
-            cache.storePlaceholder(Self.placeholder, of: version)
+            let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
+            cache.placeholders.store(Self.placeholder, of: version)
             try cache.executeForTesting((dropsColumn ? "ALTER TABLE placeholders DROP COLUMN placements; " : "") + "PRAGMA user_version = 4;")
             cache.close()
         }
-        let cache = try DiskCache(directory: fixture.directory, byteBudget: 1 << 20)
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
         #expect(try cache.scalarForTesting("PRAGMA user_version") == 5)
-        #expect(cache.placeholder(of: version) == Self.placeholder)
-        cache.addPlacements([Self.placement("96x96c", 0.5, 0.5)], of: version)
-        #expect(cache.storedPlaceholders(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [Self.placement("96x96c", 0.5, 0.5)])
+        #expect(cache.placeholders.placeholder(of: version) == Self.placeholder)
+        cache.placeholders.addPlacements([Self.placement("96x96c", 0.5, 0.5)], of: version)
+        #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [Self.placement("96x96c", 0.5, 0.5)])
     }
 }
 
@@ -84,7 +84,7 @@ import ThumbImaging
         let asset = "img0.jpg" // Landscape_1.jpg, 1800x1200: a square crop has room to move
         let first = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 3, format: .jpeg)).result.get()
         let version = try pipeline.assets.resolve(asset).version
-        let row = try #require(pipeline.disk.storedPlaceholders(ofAssets: [asset])[asset])
+        let row = try #require(pipeline.stores.placeholders.stored(ofAssets: [asset])[asset])
         let placement = try #require(row.placements.first)
         #expect(row.placements.count == 1 && placement.shape == "a1:144x144c")
         let crop = try #require(first.crop)
@@ -92,14 +92,14 @@ import ThumbImaging
         #expect(abs((crop.x + crop.width / 2) / shown - placement.centre.x) < 1e-9)
         // The index now says the crop's centre is at the left edge: a render that reads the index
         // crops there; one that placed the crop again would put it where attention did.
-        pipeline.disk.removePlaceholdersForTesting(of: asset) // a row of the same version keeps its placements
-        pipeline.disk.storePlaceholder(row.placeholder, placements: [PlacementIndexTests.placement("a1:144x144c", 0, 0.5)], of: version)
+        PlaceholderStore(index: pipeline.stores.index).removeForTesting(of: asset) // a row of the same version keeps its placements
+        pipeline.stores.placeholders.store(row.placeholder, placements: [PlacementIndexTests.placement("a1:144x144c", 0, 0.5)], of: version)
         let second = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 3, format: .png)).result.get()
         #expect(second.crop?.x == 0 && second.crop?.width == crop.width, "\(String(describing: second.crop))")
         #expect(first.crop?.x != 0, "attention placed the crop at the left edge: the check above proves nothing")
         // Another shape (@2x) is placed by its own first render and added beside it.
         _ = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 2, format: .jpeg)).result.get()
-        let shapes = pipeline.disk.storedPlaceholders(ofAssets: [asset])[asset]?.placements.map(\.shape)
+        let shapes = pipeline.stores.placeholders.stored(ofAssets: [asset])[asset]?.placements.map(\.shape)
         #expect(shapes == ["a1:144x144c", "a1:96x96c"])
         #expect(pipeline.metrics.placeholdersComputed == 1)
     }

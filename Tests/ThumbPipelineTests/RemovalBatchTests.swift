@@ -20,12 +20,12 @@ import ThumbImaging
         let pipeline = try pausedPipeline()
         defer { pipeline.shutdown() }
         let paths = (0..<300).map { "gone/\($0).jpg" }
-        pipeline.disk.insertRowsForTesting(paths + ["kept.jpg"])
-        let before = pipeline.disk.removalTransactions
+        pipeline.stores.thumbnails.insertRowsForTesting(paths + ["kept.jpg"])
+        let before = pipeline.stores.index.removalTransactions
         for path in paths { pipeline.follower.handleWatched(.removed(path: path)) }
         pipeline.follower.flushRemovals()
-        #expect(pipeline.disk.removalTransactions - before == 1)
-        #expect(pipeline.disk.assetPaths() == ["kept.jpg"])
+        #expect(pipeline.stores.index.removalTransactions - before == 1)
+        #expect(pipeline.stores.thumbnails.assetPaths() == ["kept.jpg"])
         #expect(pipeline.metrics.watcherEvents == 300)
     }
 
@@ -35,30 +35,30 @@ import ThumbImaging
         defer { pipeline.shutdown() }
         let count = AssetFollower.removalBatch + 10
         let paths = (0..<count).map { "gone/\($0).jpg" }
-        pipeline.disk.insertRowsForTesting(paths)
-        let before = pipeline.disk.removalTransactions
+        pipeline.stores.thumbnails.insertRowsForTesting(paths)
+        let before = pipeline.stores.index.removalTransactions
         for path in paths { pipeline.follower.handleWatched(.removed(path: path)) }
-        #expect(pipeline.disk.removalTransactions - before == 1)
-        #expect(pipeline.disk.assetPaths().count == 10)
+        #expect(pipeline.stores.index.removalTransactions - before == 1)
+        #expect(pipeline.stores.thumbnails.assetPaths().count == 10)
         pipeline.follower.flushRemovals()
-        #expect(pipeline.disk.assetPaths().isEmpty)
+        #expect(pipeline.stores.thumbnails.assetPaths().isEmpty)
     }
 
     @Test("any other event sees the gathered rows gone first: a removed then re-added asset keeps its new rows")
     func anotherEventFlushesFirst() throws {
         let pipeline = try pausedPipeline()
         defer { pipeline.shutdown() }
-        pipeline.disk.insertRowsForTesting(["a.jpg", "b.jpg"])
+        pipeline.stores.thumbnails.insertRowsForTesting(["a.jpg", "b.jpg"])
         pipeline.follower.handleWatched(.removed(path: "a.jpg"))
-        #expect(Set(pipeline.disk.assetPaths()) == ["a.jpg", "b.jpg"])
+        #expect(Set(pipeline.stores.thumbnails.assetPaths()) == ["a.jpg", "b.jpg"])
         pipeline.follower.handleWatched(.removedFolder(path: "nothing-here"))
-        #expect(pipeline.disk.assetPaths() == ["b.jpg"])
+        #expect(pipeline.stores.thumbnails.assetPaths() == ["b.jpg"])
         // Rows written after the removal (the asset came back) are not taken by a later flush.
         pipeline.follower.handleWatched(.removed(path: "b.jpg"))
         pipeline.follower.flushRemovals()
-        pipeline.disk.insertRowsForTesting(["b.jpg"])
+        pipeline.stores.thumbnails.insertRowsForTesting(["b.jpg"])
         pipeline.follower.flushRemovals()
-        #expect(pipeline.disk.assetPaths() == ["b.jpg"])
+        #expect(pipeline.stores.thumbnails.assetPaths() == ["b.jpg"])
     }
 
     @Test("files deleted under a running watcher lose their thumbnails, rows and files")
@@ -78,8 +78,8 @@ import ThumbImaging
         for name in names { try FileManager.default.removeItem(atPath: fixture.assets + "/" + name) }
         let deadline = ContinuousClock.now + .seconds(30)
         while pipeline.cacheStatistics.disk.entries > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(pipeline.cacheStatistics.disk.entries == 0 && pipeline.disk.assetPaths().isEmpty)
-        pipeline.disk.reaper.waitUntilReaped()
+        #expect(pipeline.cacheStatistics.disk.entries == 0 && pipeline.stores.thumbnails.assetPaths().isEmpty)
+        pipeline.stores.index.reaper.waitUntilReaped()
         #expect(DiskCacheFixture.files(in: fixture.cache, countsRetired: true).isEmpty)
     }
 }

@@ -49,7 +49,7 @@ import ThumbImaging
         gate.release()
         pipeline.waitForBackgroundReconcile()
         #expect(pipeline.startupProgress.cacheReconciled)
-        #expect(pipeline.startupProgress.cacheFiles.shardsDone == DiskCache.FileReconcileProgress.shardCount)
+        #expect(pipeline.startupProgress.cacheFiles.shardsDone == CacheIndex.FileReconcileProgress.shardCount)
     }
 
     @Test("the background reconcile removes an orphan file and a row whose file is gone, and says so once")
@@ -80,7 +80,7 @@ import ThumbImaging
         pipeline.waitForBackgroundReconcile()
         #expect(!FileManager.default.fileExists(atPath: orphan))
         #expect(pipeline.cacheStatistics.disk.entries == 1)
-        #expect(DiskCacheFixture.files(in: pipeline.disk.directory) == pipeline.disk.indexRowsForTesting())
+        #expect(DiskCacheFixture.files(in: pipeline.stores.thumbnails.directory) == pipeline.stores.thumbnails.indexRowsForTesting())
         #expect(capture.count(.notice, "removed 1 files without a row (321 bytes) and 1 rows without their file") == 1, "\(capture.text)")
         #expect(pipeline.isCached(assetPath: "img0.jpg", kind: Self.avatar, scale: 3))
     }
@@ -90,7 +90,7 @@ import ThumbImaging
     @Test("a shard of 1,100 rows is reconciled in batches of at most 512, none missed")
     func reconcileReadsRowsInBatches() throws {
         let directory = fixture.root + "/batches"
-        let cache = try DiskCache(directory: directory, byteBudget: 1 << 30)
+        let cache = try ThumbnailStore(directory: directory, byteBudget: 1 << 30)
         // Rows whose digests all begin with "ab", with their files; every tenth file removed.
         try FileManager.default.createDirectory(atPath: cache.directory + "/ab", withIntermediateDirectories: true)
         var statements = ["BEGIN"]
@@ -106,12 +106,12 @@ import ThumbImaging
         }
         statements.append("COMMIT")
         try cache.executeForTesting(statements.joined(separator: ";\n"))
-        var reports: [DiskCache.FileReconcileProgress] = []
-        let dropped = try #require(cache.reconcileFiles(progress: { reports.append($0) }))
+        var reports: [CacheIndex.FileReconcileProgress] = []
+        let dropped = try #require(cache.index.reconcileFiles(progress: { reports.append($0) }))
         #expect(dropped.rows == 110 && dropped.files == 0)
-        #expect(reports.count == DiskCache.FileReconcileProgress.shardCount)
+        #expect(reports.count == CacheIndex.FileReconcileProgress.shardCount)
         #expect(reports.last?.rowsChecked == 1_100)
-        #expect(reports.last?.largestRowBatch == DiskCache.reconcileBatchRows)
+        #expect(reports.last?.largestRowBatch == CacheIndex.reconcileBatchRows)
         #expect(cache.indexRowsForTesting() == expected)
         #expect(DiskCacheFixture.files(in: cache.directory) == expected)
         cache.close()
@@ -138,7 +138,7 @@ import ThumbImaging
         pipeline.waitForBackgroundReconcile()
         pipeline.follower.reconcile()
         for name in names {
-            let kept = pipeline.disk.indexedAssetPaths(after: "", limit: 100).contains(name)
+            let kept = pipeline.stores.index.indexedAssetPaths(after: "", limit: 100).contains(name)
             #expect(kept == !deleted.contains(name), "\(name)")
         }
     }

@@ -95,7 +95,7 @@ struct ServeSignalTests {
             }
         }
         // Reopened, the cache finds nothing to repair: every row is kept.
-        let reopened = try DiskCache(directory: daemon.cache, byteBudget: 1 << 30)
+        let reopened = try ThumbnailStore(directory: daemon.cache, byteBudget: 1 << 30)
         #expect(reopened.statistics.entries == rows.count)
     }
 

@@ -60,7 +60,7 @@ struct ServeStartupTests {
         #expect(daemon.log.contains("<5>stopped"), "\(daemon.log)")
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
         // The lock is released and the index whole: it opens again with its thumbnail.
-        let cache = try DiskCache(directory: daemon.cache, byteBudget: 1 << 30)
+        let cache = try ThumbnailStore(directory: daemon.cache, byteBudget: 1 << 30)
         #expect(cache.statistics.entries == 1)
         cache.close()
     }

@@ -35,10 +35,10 @@ protocol PrerenderScheduling: AnyObject, Sendable {
 /// for batch work (a job finished, rows were added), attaches each asset's missing pre-renders
 /// at batch priority, and settles the row once they are all answered. Event-driven: kicks
 /// schedule one pass on a serial queue; a pass ends when the queue or the backlog has no more
-/// room or rows. The rows live in the index (`DiskCache+Backlog`), so a restart resumes them.
+/// room or rows. The rows live in the index (`BacklogStore`), so a restart resumes them.
 final class PrerenderBacklog: Sendable {
     struct InFlight {
-        var row: DiskCache.BacklogRow
+        var row: BacklogRow
         /// The version the pre-renders were asked for.
         var version: AssetVersion
         var jobsLeft = 0
@@ -84,7 +84,7 @@ final class PrerenderBacklog: Sendable {
 
     let state = Mutex(State())
     let queue = DispatchQueue(label: "thumbd-backlog", qos: .utility)
-    let disk: DiskCache
+    let stores: CacheStores
     let assets: AssetRoot
     let configuration: PipelineConfiguration
 
@@ -93,8 +93,8 @@ final class PrerenderBacklog: Sendable {
     /// Rows read per look into the index.
     static let batchRows = 64
 
-    init(disk: DiskCache, assets: AssetRoot, configuration: PipelineConfiguration) {
-        self.disk = disk
+    init(stores: CacheStores, assets: AssetRoot, configuration: PipelineConfiguration) {
+        self.stores = stores
         self.assets = assets
         self.configuration = configuration
     }
@@ -104,7 +104,7 @@ final class PrerenderBacklog: Sendable {
     /// a reconcile's finds (one already there stays where it is).
     func enqueue(_ paths: [String], changed: Bool = true, scheduler: any PrerenderScheduling) {
         guard !configuration.pregenerated.isEmpty, !paths.isEmpty else { return }
-        let (added, refused) = disk.enqueueBacklog(paths, maxRows: configuration.maxBacklogAssets, movesExisting: changed)
+        let (added, refused) = stores.backlog.enqueue(paths, maxRows: configuration.maxBacklogAssets, movesExisting: changed)
         state.withLock {
             $0.metrics.enqueued += added
             $0.metrics.refused += refused
@@ -140,7 +140,7 @@ final class PrerenderBacklog: Sendable {
             metrics.assetsInFlight = state.inFlight.count
             return metrics
         }
-        metrics.rows = disk.backlogRowCount
+        metrics.rows = stores.backlog.rowCount
         return metrics
     }
 
@@ -159,7 +159,7 @@ final class PrerenderBacklog: Sendable {
             var assets = min(target - inFlightJobs, queueRoom) / jobsPerAsset
             if assets <= 0 && inFlightJobs == 0 { assets = 1 }  // an asset of many kinds still goes, one at a time
             guard assets > 0 else { return }
-            let rows = disk.backlogBatch(after: cursor, limit: min(assets, Self.batchRows))
+            let rows = stores.backlog.batch(after: cursor, limit: min(assets, Self.batchRows))
             guard !rows.isEmpty else { return }
             for row in rows {
                 state.withLock { $0.cursor = max($0.cursor, row.sequence) }
@@ -173,7 +173,7 @@ final class PrerenderBacklog: Sendable {
     private func settleAllRows() {
         while !state.withLock({ $0.stopped }) {
             let cursor = state.withLock { $0.cursor }
-            let rows = disk.backlogBatch(after: cursor, limit: Self.batchRows)
+            let rows = stores.backlog.batch(after: cursor, limit: Self.batchRows)
             guard let last = rows.last else { return }
             state.withLock { $0.cursor = max($0.cursor, last.sequence) }
             for row in rows { settle(row, transient: false) }
@@ -182,7 +182,7 @@ final class PrerenderBacklog: Sendable {
 
     /// Attaches the missing pre-renders of one row's asset, or settles the row at once when
     /// there are none (cached, failed for good, gone).
-    private func startPrerenders(of row: DiskCache.BacklogRow, scheduler: any PrerenderScheduling) {
+    private func startPrerenders(of row: BacklogRow, scheduler: any PrerenderScheduling) {
         let resolved: (absolutePath: String, version: AssetVersion)
         do {
             resolved = try assets.resolve(row.assetPath)
@@ -190,13 +190,13 @@ final class PrerenderBacklog: Sendable {
             settle(row, transient: !ThumbFailure(error).disposition.isPermanent)
             return
         }
-        guard disk.failure(for: resolved.version) == nil else { return settle(row, transient: false) }
+        guard stores.failures.failure(for: resolved.version) == nil else { return settle(row, transient: false) }
         var missing: [Work] = []
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
                 let encoder = configuration.encoder(for: kind, format: format)
                 let key = scheduler.cacheKey(asset: resolved.version, kind: kind, scale: scale, encoder: encoder)
-                if !disk.contains(key) { missing.append(Work(kind: kind, scale: scale, encoder: encoder, key: key)) }
+                if !stores.thumbnails.contains(key) { missing.append(Work(kind: kind, scale: scale, encoder: encoder, key: key)) }
             }
         }
         guard !missing.isEmpty else { return settle(row, transient: false) }
@@ -257,7 +257,7 @@ final class PrerenderBacklog: Sendable {
         // time), or the asset changed while it was pre-rendered (a change whose event was lost).
         let changed = !entry.failedTransiently && (try? assets.resolve(path))?.version != entry.version
         if (entry.incomplete || changed) && !entry.failedTransiently {
-            _ = disk.retryBacklog(entry.row, countsAttempt: false)
+            _ = stores.backlog.retry(entry.row, countsAttempt: false)
             return
         }
         settle(entry.row, transient: entry.failedTransiently)
@@ -265,17 +265,17 @@ final class PrerenderBacklog: Sendable {
 
     /// Done (or unnecessary): the row goes. A transient failure: to the back, or, after
     /// `maxAttempts`, given up with a log line.
-    private func settle(_ row: DiskCache.BacklogRow, transient: Bool) {
+    private func settle(_ row: BacklogRow, transient: Bool) {
         guard transient else {
-            if disk.finishBacklog(row, maxRows: configuration.maxBacklogAssets) { state.withLock { $0.metrics.drained += 1 } }
+            if stores.backlog.finish(row, maxRows: configuration.maxBacklogAssets) { state.withLock { $0.metrics.drained += 1 } }
             return
         }
-        guard let moved = disk.retryBacklog(row, countsAttempt: true) else { return }
+        guard let moved = stores.backlog.retry(row, countsAttempt: true) else { return }
         guard moved.attempts >= Self.maxAttempts else {
             state.withLock { $0.metrics.retried += 1 }
             return
         }
-        guard disk.finishBacklog(moved, maxRows: configuration.maxBacklogAssets) else { return }
+        guard stores.backlog.finish(moved, maxRows: configuration.maxBacklogAssets) else { return }
         let gaveUp = state.withLock { state -> Int in
             state.metrics.gaveUp += 1
             return state.metrics.gaveUp

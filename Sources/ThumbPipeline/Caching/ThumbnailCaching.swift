@@ -1,7 +1,8 @@
 import ThumbImaging
 
-/// A store of rendered thumbnails by key. The memory and disk caches both have this ability;
-/// the pipeline composes them, and tests substitute their own.
+/// A store of rendered thumbnails by key: what the memory cache and the cache folder's
+/// `ThumbnailStore` have in common (the pipeline composes the two concrete types: eviction,
+/// vouching, purges and the background rewrite are each one's own).
 package protocol ThumbnailCaching: AnyObject, Sendable {
     /// The thumbnail for `key`, or nil. A hit counts as a use for eviction.
     func thumbnail(for key: CacheKey) -> CachedThumbnail?

@@ -22,12 +22,12 @@ package enum FocusError: Error, Equatable, Sendable, CustomStringConvertible {
 /// any more: unreachable, and evicted like any cold entry.
 package final class AssetFocus: Sendable {
     let assets: AssetRoot
-    let disk: DiskCache
+    let stores: CacheStores
     let memory: MemoryCache
 
-    init(assets: AssetRoot, disk: DiskCache, memory: MemoryCache) {
+    init(assets: AssetRoot, stores: CacheStores, memory: MemoryCache) {
         self.assets = assets
-        self.disk = disk
+        self.stores = stores
         self.memory = memory
     }
 
@@ -35,14 +35,14 @@ package final class AssetFocus: Sendable {
     /// (the key's `focus` then goes into the render's request: one look-up decides both).
     func cacheKey(asset: AssetVersion, kind: SlotKind, scale: Int, encoder: EncoderSettings) -> CacheKey {
         CacheKey(asset: asset, kind: kind, scale: scale, encoder: encoder,
-                 focus: kind.cropFollowsFocus ? disk.focus(ofAsset: asset.path) : nil)
+                 focus: kind.cropFollowsFocus ? stores.focus.focus(ofAsset: asset.path) : nil)
     }
 
     /// The asset's focus; the path is resolved (confined, must exist) and answered as the root
     /// knows it (the form the index keys by).
     package func region(ofAssetPath assetPath: String) throws(FocusError) -> (assetPath: String, focus: FocusRegion?) {
         let path = try resolvedFocusPath(assetPath)
-        return (path, disk.focus(ofAsset: path))
+        return (path, stores.focus.focus(ofAsset: path))
     }
 
     /// Sets (or replaces) the asset's focus. Returns the asset's path as the root knows it.
@@ -50,7 +50,7 @@ package final class AssetFocus: Sendable {
     package func set(_ focus: FocusRegion, ofAssetPath assetPath: String) throws(FocusError) -> String {
         let path = try resolvedFocusPath(assetPath)
         do {
-            try disk.setFocus(focus, ofAsset: path)
+            try stores.focus.setFocus(focus, ofAsset: path)
         } catch {
             throw .index(error)
         }
@@ -64,7 +64,7 @@ package final class AssetFocus: Sendable {
         let path = try resolvedFocusPath(assetPath)
         let removed: Bool
         do {
-            removed = try disk.removeFocus(ofAsset: path)
+            removed = try stores.focus.removeFocus(ofAsset: path)
         } catch {
             throw .index(error)
         }

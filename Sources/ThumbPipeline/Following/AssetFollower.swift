@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import ThumbImaging
-package import ThumbSystem
+import ThumbSystem
 
 /// Follows the asset folder for the pipeline: the watcher's events (a changed asset loses its
 /// thumbnails at once and its pre-renders go to the backlog; a deleted one loses its rows, a
@@ -13,7 +13,7 @@ package import ThumbSystem
 /// index, and what it finds goes to the backlog.
 final class AssetFollower: Sendable {
     let assets: AssetRoot
-    let disk: DiskCache
+    let stores: CacheStores
     let memory: MemoryCache
     let configuration: PipelineConfiguration
     let backlog: PrerenderBacklog
@@ -30,10 +30,10 @@ final class AssetFollower: Sendable {
     /// The pipeline the backlog feeds and whose keys the reconcile forms, bound once it exists.
     let scheduler = PipelineBinding<any PrerenderScheduling>()
 
-    init(assets: AssetRoot, disk: DiskCache, memory: MemoryCache, configuration: PipelineConfiguration,
+    init(assets: AssetRoot, stores: CacheStores, memory: MemoryCache, configuration: PipelineConfiguration,
          backlog: PrerenderBacklog, startup: PipelineStartup) {
         self.assets = assets
-        self.disk = disk
+        self.stores = stores
         self.memory = memory
         self.configuration = configuration
         self.backlog = backlog
@@ -56,7 +56,7 @@ final class AssetFollower: Sendable {
     /// Drops every thumbnail of an asset (memory and disk) and its negative entry.
     func invalidate(assetPath: String) {
         memory.removeThumbnails(ofAsset: assetPath)
-        disk.removeThumbnails(ofAsset: assetPath)
+        stores.thumbnails.removeThumbnails(ofAsset: assetPath)
     }
 
     /// New or changed assets' pre-renders, to the backlog (`PrerenderBacklog.enqueue`).
@@ -76,11 +76,11 @@ final class AssetFollower: Sendable {
             enqueuePrerenders([path])
         case .removed(let path):
             invalidate(assetPath: path)
-            disk.removeFocus(ofAssets: [path])
+            stores.focus.removeFocus(ofAssets: [path])
         case .removedFolder(let folder):
             // The folder's rows only (a range of the index), dropped in one transaction.
-            for path in disk.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
-            disk.removeFocus(under: folder)
+            for path in stores.thumbnails.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
+            stores.focus.removeFocus(under: folder)
         case .rescan:
             reconcileInBackground()
         }
@@ -133,7 +133,7 @@ final class AssetFollower: Sendable {
     func reconcileAssets(shouldStop: () -> Bool, progress: (Int) -> Void) -> Bool {
         var unreadable: Set<String> = []
         var rootUnreadable = false
-        var indexed = IndexedAssetStream(disk: disk)
+        var indexed = IndexedAssetStream(index: stores.index)
         var queued: [String] = []
         var checked = 0
         func isUncertain(_ path: String) -> Bool {
@@ -151,7 +151,7 @@ final class AssetFollower: Sendable {
         let completed = AssetScanner.walkSorted(assets) { failure in
             if failure.path.isEmpty { rootUnreadable = true } else { unreadable.insert(failure.path) }
         } visit: { version in
-            while let head = indexed.peek(), DiskCache.precedes(head, version.path) {
+            while let head = indexed.peek(), CacheIndex.precedes(head, version.path) {
                 gone(head)
                 indexed.advance()
             }
@@ -195,12 +195,12 @@ final class AssetFollower: Sendable {
 
     /// Whether some pre-render of this version is missing (and it is not known to fail).
     func needsPrerender(_ version: AssetVersion) -> Bool {
-        guard !configuration.pregenerated.isEmpty, disk.failure(for: version) == nil,
+        guard !configuration.pregenerated.isEmpty, stores.failures.failure(for: version) == nil,
               let keys = scheduler.ability else { return false }
         for (kind, scale) in configuration.pregenerated {
             for format in configuration.pregeneratedFormats(for: kind) {
                 let key = keys.cacheKey(asset: version, kind: kind, scale: scale, encoder: configuration.encoder(for: kind, format: format))
-                if !disk.contains(key) { return true }
+                if !stores.thumbnails.contains(key) { return true }
             }
         }
         return false
@@ -210,8 +210,8 @@ final class AssetFollower: Sendable {
     /// (an asset with a focus may have no thumbnail row for the walk to notice). `isUncertain`:
     /// the path lies in a folder the walk could not read.
     func forgetFocusOfGoneAssets(isUncertain: (String) -> Bool) {
-        let gone = disk.assetPathsWithFocus().filter { !isUncertain($0) && !isAssetNow($0) }
-        if !gone.isEmpty { disk.removeFocus(ofAssets: gone) }
+        let gone = stores.focus.assetPathsWithFocus().filter { !isUncertain($0) && !isAssetNow($0) }
+        if !gone.isEmpty { stores.focus.removeFocus(ofAssets: gone) }
     }
 
     // MARK: - Removals
@@ -253,8 +253,8 @@ final class AssetFollower: Sendable {
             return pending
         }
         if !paths.isEmpty {
-            disk.removeThumbnails(ofAssets: paths)
-            disk.removeFocus(ofAssets: paths)
+            stores.thumbnails.removeThumbnails(ofAssets: paths)
+            stores.focus.removeFocus(ofAssets: paths)
         }
     }
 
@@ -287,13 +287,13 @@ final class AssetFollower: Sendable {
 
 /// The index's asset paths in byte order, read a batch at a time.
 struct IndexedAssetStream {
-    let disk: DiskCache
+    let index: CacheIndex
     private var batch: [String] = []
     private var position = 0
     private var exhausted = false
 
-    init(disk: DiskCache) {
-        self.disk = disk
+    init(index: CacheIndex) {
+        self.index = index
     }
 
     static let batchSize = 512
@@ -301,7 +301,7 @@ struct IndexedAssetStream {
     mutating func peek() -> String? {
         if position == batch.count && !exhausted {
             let after = batch.last ?? ""
-            batch = disk.indexedAssetPaths(after: after, limit: Self.batchSize)
+            batch = index.indexedAssetPaths(after: after, limit: Self.batchSize)
             position = 0
             exhausted = batch.count < Self.batchSize
         }

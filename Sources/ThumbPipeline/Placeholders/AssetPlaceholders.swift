@@ -30,15 +30,15 @@ protocol PlaceholderRendering: AnyObject, Sendable {
 /// Another client's render that could skip columns (a JPEG fill crop) leaves it to those.
 package final class AssetPlaceholders: Sendable {
     let assets: AssetRoot
-    let disk: DiskCache
+    let stores: CacheStores
     /// The pipeline that renders what the index has no placeholder for, bound once it exists.
     let pipeline = PipelineBinding<any PlaceholderRendering>()
     /// Assets the look-ups answered from the index, and those they left pending (for `/metrics`).
     let lookups = Mutex<(hits: Int, pending: Int)>((0, 0))
 
-    init(assets: AssetRoot, disk: DiskCache) {
+    init(assets: AssetRoot, stores: CacheStores) {
         self.assets = assets
-        self.disk = disk
+        self.stores = stores
     }
 
     /// The placeholders of `paths` (one state each, in order): each path resolved to its
@@ -58,7 +58,7 @@ package final class AssetPlaceholders: Sendable {
                 states.append(.missing(reason: ThumbFailure(error).reason))
             }
         }
-        let stored = disk.storedPlaceholders(ofAssets: resolved.compactMap { $0?.version.path })
+        let stored = stores.placeholders.stored(ofAssets: resolved.compactMap { $0?.version.path })
         var hits = 0
         var renders: [(absolutePath: String, version: AssetVersion)] = []
         for index in paths.indices where states[index] == nil {
@@ -66,7 +66,7 @@ package final class AssetPlaceholders: Sendable {
             if let row = stored[found.version.path], row.version == found.version.description {
                 states[index] = .known(row.placeholder, version: Self.versionTag(row.version))
                 hits += 1
-            } else if let failure = disk.failure(for: found.version) {
+            } else if let failure = stores.failures.failure(for: found.version) {
                 states[index] = .failed(reason: failure.reason)
             } else {
                 renders.append(found)
@@ -86,7 +86,7 @@ package final class AssetPlaceholders: Sendable {
     /// The placeholder of the version a thumbnail was rendered from, if the index has it (no
     /// file status read: the key's descriptor names the version).
     package func placeholder(of thumbnail: CachedThumbnail) -> Placeholder? {
-        guard let row = disk.storedPlaceholders(ofAssets: [thumbnail.key.assetPath])[thumbnail.key.assetPath],
+        guard let row = stores.placeholders.stored(ofAssets: [thumbnail.key.assetPath])[thumbnail.key.assetPath],
               thumbnail.key.descriptor.hasPrefix("v\(CacheKey.pipelineVersion)|\(row.version)|") else { return nil }
         return row.placeholder
     }
@@ -94,7 +94,7 @@ package final class AssetPlaceholders: Sendable {
     /// The placeholder of an asset's current version (resolves the path: one status read), or nil.
     package func known(assetPath: String) -> Placeholder? {
         guard let version = try? assets.resolve(assetPath).version else { return nil }
-        return disk.placeholder(of: version)
+        return stores.placeholders.placeholder(of: version)
     }
 
     /// An opaque, stable tag of a version's description (16 hex digits, FNV-1a): clients compare

@@ -9,7 +9,7 @@ import ThumbSystem
 /// the placeholder and attention placements the decode learnt go to the index.
 struct GroupRender: Sendable {
     let opener: any AssetOpening
-    let disk: DiskCache
+    let stores: CacheStores
     let memory: MemoryCache
 
     struct Result {
@@ -80,7 +80,7 @@ struct GroupRender: Sendable {
     /// (the index has none for this version; at any cost unless a client waits at `.visible`
     /// and nobody asked for it).
     func decodeOrder(_ group: RenderGroup, of asset: AssetVersion) -> (requests: [ThumbnailRequest], placeholder: PlaceholderDemand) {
-        let row = disk.storedPlaceholders(ofAssets: [asset.path])[asset.path]
+        let row = stores.placeholders.stored(ofAssets: [asset.path])[asset.path]
         let current = row?.version == asset.description ? row : nil
         let requests = group.jobs.map { job in
             var request = job.request
@@ -99,10 +99,10 @@ struct GroupRender: Sendable {
     /// True when it stored a placeholder.
     func keep(_ placeholder: Placeholder?, placements: [AttentionPlacement], of asset: AssetVersion) -> Bool {
         guard let placeholder else {
-            disk.addPlacements(placements, of: asset)
+            stores.placeholders.addPlacements(placements, of: asset)
             return false
         }
-        disk.storePlaceholder(placeholder, placements: placements, of: asset)
+        stores.placeholders.store(placeholder, placements: placements, of: asset)
         return true
     }
 
@@ -111,16 +111,16 @@ struct GroupRender: Sendable {
         let key = asset == job.asset ? job.key
             : CacheKey(asset: asset, kind: job.request.kind, scale: job.request.scale, encoder: job.request.encoder, focus: job.request.focus)
         var cached = CachedThumbnail(key: key, bytes: thumbnail.bytes,
-                                     filePath: disk.filePath(for: key, format: thumbnail.format),
+                                     filePath: stores.thumbnails.filePath(for: key, format: thumbnail.format),
                                      format: thumbnail.format, width: thumbnail.width, height: thumbnail.height, crop: thumbnail.crop)
         // A cache that cannot store (folder removed, disk full: the disk cache repairs what it
         // can and logs the episode) still lets this answer go out, from memory, marked unstored.
-        cached.isStored = (try? disk.insert(cached)) != nil
+        cached.isStored = (try? stores.thumbnails.insert(cached)) != nil
         memory.insert(cached)
         return cached
     }
 
     func remember(_ failure: ThumbFailure, of version: AssetVersion) {
-        if let record = failure.disposition.negativeRecord { disk.recordFailure(version, record: record, reason: failure.reason) }
+        if let record = failure.disposition.negativeRecord { stores.failures.recordFailure(version, record: record, reason: failure.reason) }
     }
 }

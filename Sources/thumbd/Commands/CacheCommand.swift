@@ -96,10 +96,10 @@ struct CacheCommand: ThumbdCommand {
             Console.error("thumbd cache: \(directory): no such folder")
             return .noInput
         }
-        let disk: DiskCache
+        let disk: ThumbnailStore
         do {
             // The largest budget the config allows: an administrator's look evicts nothing.
-            disk = try DiskCache(directory: directory, byteBudget: 1 << 50, reconcilesFiles: false)
+            disk = try ThumbnailStore(directory: directory, byteBudget: 1 << 50, reconcilesFiles: false)
         } catch let error where error.kind == .inUse {
             Console.error("thumbd cache: \(error.reason): stop it first, or ask it (GET /v1/cache/stats, DELETE /v1/cache)")
             return .tempFail
@@ -110,7 +110,7 @@ struct CacheCommand: ThumbdCommand {
         defer { disk.close() }
         switch action {
         case .stats:
-            var statistics = disk.detailedStatistics
+            var statistics = disk.index.detailedStatistics
             statistics.budgetBytes = config.service.diskCacheBytes
             report(["entries": statistics.entries, "bytes": statistics.bytes, "budgetBytes": statistics.budgetBytes,
                     "assets": statistics.assets, "placeholders": statistics.placeholders, "failures": statistics.failures,
@@ -134,11 +134,11 @@ struct CacheCommand: ThumbdCommand {
                 }
             case nil: return .usage // parsed away above
             }
-            disk.waitForRemovals()
+            disk.index.waitForRemovals()
             report(["entries": purge.entries, "bytes": purge.bytes],
                    text: "\(directory): removed \(purge.entries) thumbnails (\(purge.bytes) bytes) of \(named)")
         case .verify:
-            guard let found = disk.verify() else {
+            guard let found = disk.index.verify() else {
                 Console.error("thumbd cache: the index of \(directory) failed during the check (see above)")
                 return .cannotCreate
             }

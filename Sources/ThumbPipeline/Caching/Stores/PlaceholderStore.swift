@@ -18,18 +18,24 @@ package struct StoredPlaceholder: Sendable, Equatable {
 /// The `placeholders` table (schema 5): one row an asset path, replaced when another version of
 /// the file is decoded, removed with the asset (`removeThumbnails(ofAssets:)`, `(under:)`); the
 /// version's attention placements live in the same row, so they go with it.
-extension DiskCache {
+package final class PlaceholderStore: PlaceholderKeeping {
+    let index: CacheIndex
+
+    package init(index: CacheIndex) {
+        self.index = index
+    }
+
     /// Paths a batch look-up takes at most (the HTTP door allows fewer).
     package static let maxPlaceholderLookupPaths = 1000
 
     /// Stores (or replaces) the placeholder of `asset`'s version, with `placements`. A row of the
     /// same version keeps the placements it has (two decodes of a new version may race here, each
     /// having placed its own shapes). A hash that does not fit the format is refused rather than stored.
-    package func storePlaceholder(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
+    package func store(_ placeholder: Placeholder, placements: [AttentionPlacement] = [], of asset: AssetVersion) {
         guard (5...ThumbHash.maxBytes).contains(placeholder.thumbHash.count) else { return }
         let packed = Int64(placeholder.averageRed) << 24 | Int64(placeholder.averageGreen) << 16
             | Int64(placeholder.averageBlue) << 8 | Int64(placeholder.averageAlpha)
-        state.withLock { state in
+        index.state.withLock { state in
             guard let database = state.database else { return }
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
@@ -45,21 +51,21 @@ extension DiskCache {
                          .text(Self.placementsText(merged))])
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
             }
         }
     }
 
     /// The placeholder of exactly this version, or nil (none yet, or one of another version).
     package func placeholder(of asset: AssetVersion) -> Placeholder? {
-        guard let stored = storedPlaceholders(ofAssets: [asset.path])[asset.path], stored.version == asset.description else { return nil }
+        guard let stored = stored(ofAssets: [asset.path])[asset.path], stored.version == asset.description else { return nil }
         return stored.placeholder
     }
 
     /// The stored rows of these paths, whatever version they belong to (the caller compares
     /// with the version it resolved): one prepared statement reused under one lock.
-    package func storedPlaceholders(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
-        state.withLock { (state: inout State) -> [String: StoredPlaceholder] in
+    package func stored(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
+        index.state.withLock { (state: inout CacheIndex.State) -> [String: StoredPlaceholder] in
             guard let database = state.database else { return [:] }
             var found: [String: StoredPlaceholder] = [:]
             do throws(SQLiteError) {
@@ -73,7 +79,7 @@ extension DiskCache {
                     }
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return [:]
             }
             return found
@@ -85,7 +91,7 @@ extension DiskCache {
     /// frame, so the version's first one also wrote the row.
     package func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion) {
         guard !placements.isEmpty else { return }
-        state.withLock { state in
+        index.state.withLock { state in
             guard let database = state.database else { return }
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
@@ -101,7 +107,7 @@ extension DiskCache {
                                          [.text(Self.placementsText(merged)), .text(asset.path), .text(asset.description)])
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
             }
         }
     }
@@ -132,8 +138,8 @@ extension DiskCache {
     }
 
     /// Number of stored placeholders (for tests and metrics).
-    package var placeholderCount: Int {
-        state.withLock { (state: inout State) -> Int in
+    package var count: Int {
+        index.state.withLock { (state: inout CacheIndex.State) -> Int in
             guard let database = state.database else { return 0 }
             return Int((try? database.scalar("SELECT count(*) FROM placeholders")) ?? 0)
         }
@@ -148,11 +154,24 @@ extension DiskCache {
     }
 }
 
-extension DiskCache {
+extension PlaceholderStore {
     /// Drops a placeholder row as an index from before schema 4 would lack it (tests only).
-    func removePlaceholdersForTesting(of path: String) {
-        state.withLock { state in
+    func removeForTesting(of path: String) {
+        index.state.withLock { state in
             _ = try? state.database?.execute("DELETE FROM placeholders WHERE asset_path = ?", [.text(path)])
         }
     }
+}
+
+/// What placeholders and attention placements ask of the index (`PlaceholderStore`; tests
+/// substitute it).
+package protocol PlaceholderKeeping: AnyObject, Sendable {
+    /// Stores (or replaces) the placeholder of `asset`'s version, with `placements`.
+    func store(_ placeholder: Placeholder, placements: [AttentionPlacement], of asset: AssetVersion)
+    /// The placeholder of exactly this version, or nil.
+    func placeholder(of asset: AssetVersion) -> Placeholder?
+    /// The stored rows of these paths, whatever version they belong to.
+    func stored(ofAssets paths: [String]) -> [String: StoredPlaceholder]
+    /// Adds placements to the row of exactly `asset`'s version.
+    func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion)
 }

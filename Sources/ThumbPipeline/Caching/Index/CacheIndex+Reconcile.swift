@@ -15,7 +15,7 @@ import ThumbSystem
 /// files without a row, rows without their file (or whose file has another size, or another
 /// name than the digest gives). A look-up that meets a row whose file is gone drops it and
 /// misses (the thumbnail is rendered again), so serving before this has run is safe.
-extension DiskCache {
+extension CacheIndex {
     /// How far a reconcile of the files has come.
     package struct FileReconcileProgress: Sendable, Equatable {
         /// Shard folders done, of `shardCount`.
@@ -172,7 +172,7 @@ extension DiskCache {
                     listing[name]?.claimed = true
                     continue
                 }
-                if DiskCacheFiles.regularFileSize(directory + "/" + row.relative) == row.size {
+                if CacheFiles.regularFileSize(directory + "/" + row.relative) == row.size {
                     listing[name]?.claimed = true  // Written since the listing.
                     continue
                 }
@@ -182,11 +182,11 @@ extension DiskCache {
             try deleteRow(digest: row.digest, &state)
             if valid {
                 let path = directory + "/" + row.relative
-                if let size = DiskCacheFiles.regularFileSize(path) {
+                if let size = CacheFiles.regularFileSize(path) {
                     dropped.files += 1
                     dropped.fileBytes += size
                 }
-                DiskCacheFiles.remove(path)
+                CacheFiles.remove(path)
                 if let name = row.relative.split(separator: "/").last { listing[String(name)] = nil }
             }
             state.totalBytes -= row.size
@@ -209,7 +209,7 @@ extension DiskCache {
         for name in names {
             if name.contains(ownTemporary) { continue }
             let relative = shard + "/" + name
-            let size = DiskCacheFiles.regularFileSize(directory + "/" + relative)
+            let size = CacheFiles.regularFileSize(directory + "/" + relative)
             if let digest = name.split(separator: ".", maxSplits: 1).first.map(String.init), Self.isDigest(digest) {
                 var indexed: (relative: String, size: Int)?
                 try database.query("SELECT file_path, bytes FROM entries WHERE digest = ?", [.text(digest)]) { indexed = ($0.text(0), $0.int(1)) }
@@ -217,7 +217,7 @@ extension DiskCache {
             }
             // A temporary file of a process that died, an orphan (a crash between rename and
             // insert), a file whose row says another size, or a stranger.
-            DiskCacheFiles.remove(directory + "/" + relative)
+            CacheFiles.remove(directory + "/" + relative)
             dropped.files += 1
             dropped.fileBytes += size ?? 0
         }
@@ -232,7 +232,7 @@ extension DiskCache {
     /// The names in a shard folder with their sizes (fstatat beside the listing, not following
     /// links); empty when it is not a folder.
     static func listShard(_ path: String) -> [String: ListedFile] {
-        guard DiskCacheFiles.isDirectory(path), let names = try? DiskCacheFiles.names(in: path),
+        guard CacheFiles.isDirectory(path), let names = try? CacheFiles.names(in: path),
               let folder = try? systemCall("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) else { return [:] }
         defer { Glibc.close(folder) }
         var listing: [String: ListedFile] = [:]

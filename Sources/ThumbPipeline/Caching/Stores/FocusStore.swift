@@ -5,25 +5,31 @@ package import ThumbImaging
 /// across edits of the file (a re-saved image keeps its composition), gone with the asset.
 ///
 /// A request for a kind whose crop follows the focus looks it up before it can form its key, so
-/// the table is mirrored in memory (`FocusMemo`, loaded from the index at the first look-up):
+/// the table is mirrored in memory (`mirror`, loaded from the index at the first look-up):
 /// the look-up takes neither the index's lock nor a query. Writes go to the index first, then
 /// to the mirror, both under the index's lock (lock order: index, then mirror).
-final class FocusMemo: Sendable {
-    /// nil until loaded.
-    let regions = Mutex<[String: FocusRegion]?>(nil)
-}
+///
+/// Setting or removing a focus drops the asset's focus-cropped thumbnails in the same
+/// transaction (their keys can never be asked for again).
+package final class FocusStore: FocusKeeping {
+    let index: CacheIndex
+    /// The mirror; nil until loaded.
+    private let mirror = Mutex<[String: FocusRegion]?>(nil)
 
-extension DiskCache {
+    package init(index: CacheIndex) {
+        self.index = index
+    }
+
     /// The asset's focus, or nil when it has none (or the index is closed).
     package func focus(ofAsset assetPath: String) -> FocusRegion? {
-        if let loaded = focusMemo.regions.withLock({ $0.map { $0[assetPath] } }) { return loaded }
-        return state.withLock { state in loadFocusMemo(&state)[assetPath] }
+        if let loaded = mirror.withLock({ $0.map { $0[assetPath] } }) { return loaded }
+        return index.state.withLock { state in loadFocusMemo(&state)[assetPath] }
     }
 
     /// How many assets have a focus.
-    package var focusCount: Int {
-        if let count = focusMemo.regions.withLock({ $0?.count }) { return count }
-        return state.withLock { state in loadFocusMemo(&state).count }
+    package var count: Int {
+        if let count = mirror.withLock({ $0?.count }) { return count }
+        return index.state.withLock { state in loadFocusMemo(&state).count }
     }
 
     /// Stores the asset's focus (replacing any) and, in the same transaction, drops its cached
@@ -50,8 +56,8 @@ extension DiskCache {
 
     /// The focus of removed assets (the removal batch): one statement per asset that has one,
     /// none at all (no transaction either) when none of them has — the usual case.
-    func removeFocus(ofAssets assetPaths: [String]) {
-        state.withLock { state in
+    package func removeFocus(ofAssets assetPaths: [String]) {
+        index.state.withLock { state in
             let memo = loadFocusMemo(&state)
             let having = assetPaths.filter { memo[$0] != nil }
             guard !having.isEmpty, let database = state.database else { return }
@@ -60,40 +66,40 @@ extension DiskCache {
                     for path in having { try database.execute("DELETE FROM focus WHERE asset_path = ?", [.text(path)]) }
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return
             }
-            focusMemo.regions.withLock { regions in for path in having { regions?[path] = nil } }
+            mirror.withLock { regions in for path in having { regions?[path] = nil } }
         }
     }
 
     /// The focus of every asset under a removed folder ("" is the root): one range of the table.
-    func removeFocus(under folder: String) {
-        let (condition, bounds) = Self.rangeCondition(under: folder)
+    package func removeFocus(under folder: String) {
+        let (condition, bounds) = CacheIndex.rangeCondition(under: folder)
         var prefix = Substring(folder)
         while prefix.hasSuffix("/") { prefix = prefix.dropLast() }
         let inside: (String) -> Bool = { prefix.isEmpty || $0.hasPrefix(prefix + "/") }
-        state.withLock { state in
+        index.state.withLock { state in
             guard loadFocusMemo(&state).keys.contains(where: inside), let database = state.database else { return }
             do throws(SQLiteError) {
                 try database.execute("DELETE FROM focus WHERE \(condition)", bounds)
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return
             }
-            focusMemo.regions.withLock { regions in regions = regions?.filter { !inside($0.key) } }
+            mirror.withLock { regions in regions = regions?.filter { !inside($0.key) } }
         }
     }
 
     /// Every asset path with a focus (the start-up reconcile checks they still exist).
-    func assetPathsWithFocus() -> [String] {
-        state.withLock { state in loadFocusMemo(&state).keys.sorted() }
+    package func assetPathsWithFocus() -> [String] {
+        index.state.withLock { state in loadFocusMemo(&state).keys.sorted() }
     }
 
     /// One change of the focus table and the asset's focus-cropped rows, in one transaction.
     private func changeFocus(of assetPath: String, operation: String, _ change: (SQLiteDatabase) throws(SQLiteError) -> Bool,
                              memo: (inout [String: FocusRegion]) -> Void) throws(CacheError) -> (changed: Bool, dropped: Int) {
-        try state.withLock { (state: inout State) throws(CacheError) -> (changed: Bool, dropped: Int) in
+        try index.state.withLock { (state: inout CacheIndex.State) throws(CacheError) -> (changed: Bool, dropped: Int) in
             _ = loadFocusMemo(&state)
             guard let database = state.database else { throw CacheError(operation: operation, reason: "the cache is closed") }
             var files: [(relative: String, size: Int)] = []
@@ -107,15 +113,11 @@ extension DiskCache {
                     try database.execute("DELETE \(matching)", values)
                 }
             } catch {
-                recover(from: error, &state)
-                throw DiskCacheFiles.cacheError(operation, error)
+                index.recover(from: error, &state)
+                throw CacheFiles.cacheError(operation, error)
             }
-            for file in files {
-                reaper.retire(directory + "/" + file.relative)
-                state.totalBytes -= file.size
-                state.entryCount -= 1
-            }
-            focusMemo.regions.withLock { regions in
+            _ = index.retire(files, of: [assetPath], &state)
+            mirror.withLock { regions in
                 var loaded = regions ?? [:]
                 memo(&loaded)
                 regions = loaded
@@ -126,8 +128,8 @@ extension DiskCache {
 
     /// The mirror, loaded from the index if it was not yet (with the index's lock held). A
     /// row that breaks `FocusRegion`'s ranges (edited by hand) is left out: no crop trusts it.
-    private func loadFocusMemo(_ state: inout State) -> [String: FocusRegion] {
-        if let loaded = focusMemo.regions.withLock({ $0 }) { return loaded }
+    private func loadFocusMemo(_ state: inout CacheIndex.State) -> [String: FocusRegion] {
+        if let loaded = mirror.withLock({ $0 }) { return loaded }
         guard let database = state.database else { return [:] }
         var regions: [String: FocusRegion] = [:]
         do throws(SQLiteError) {
@@ -137,10 +139,27 @@ extension DiskCache {
                 }
             }
         } catch {
-            recover(from: error, &state)
+            index.recover(from: error, &state)
             return [:]
         }
-        focusMemo.regions.withLock { $0 = regions }
+        mirror.withLock { $0 = regions }
         return regions
     }
+}
+
+/// What the focus part asks of the index (`FocusStore`; tests substitute it).
+package protocol FocusKeeping: AnyObject, Sendable {
+    /// The asset's focus, or nil when it has none.
+    func focus(ofAsset assetPath: String) -> FocusRegion?
+    /// Stores the asset's focus; returns how many focus-cropped thumbnails that dropped.
+    @discardableResult
+    func setFocus(_ focus: FocusRegion, ofAsset assetPath: String) throws(CacheError) -> Int
+    /// Removes the asset's focus; false when it had none.
+    @discardableResult
+    func removeFocus(ofAsset assetPath: String) throws(CacheError) -> Bool
+    /// The focus of removed assets, and of every asset under a removed folder.
+    func removeFocus(ofAssets assetPaths: [String])
+    func removeFocus(under folder: String)
+    /// Every asset path with a focus.
+    func assetPathsWithFocus() -> [String]
 }

@@ -5,8 +5,8 @@ import ThumbImaging
 import ThumbSystem
 
 /// The index: schema (and its upgrades), opening (moving a damaged or unknown one aside),
-/// totals, eviction. Reconciling the files with it is `DiskCache+Reconcile.swift`.
-extension DiskCache {
+/// totals, eviction. Reconciling the files with it is `CacheIndex+Reconcile.swift`.
+extension CacheIndex {
     /// PRAGMA user_version of the schema below.
     static let schemaVersion: Int64 = 5
 
@@ -20,7 +20,7 @@ extension DiskCache {
         );
         """
 
-    /// Assets whose pre-renders are still to be done (see `DiskCache+Backlog.swift`), taken in
+    /// Assets whose pre-renders are still to be done (see `BacklogStore`), taken in
     /// `enqueued` order; `attempts` counts transient failures.
     static let backlogTable = """
         CREATE TABLE backlog (
@@ -35,7 +35,7 @@ extension DiskCache {
     /// `AssetVersion.description`; a file that changed has none until it is decoded again), and
     /// the focus its owner set (kept across edits of the file, gone with the asset; see docs/http-api.md).
     /// `placements` are where attention placed that version's crops (`AttentionPlacement`, as
-    /// `DiskCache.placementsText` writes them), NULL or empty before any was placed.
+    /// `PlaceholderStore.placementsText` writes them), NULL or empty before any was placed.
     static let assetTables = """
         CREATE TABLE placeholders (
             asset_path TEXT PRIMARY KEY NOT NULL,
@@ -133,7 +133,7 @@ extension DiskCache {
                 try loadTotals(&state)
             } catch {
                 state.database?.close()
-                throw DiskCacheFiles.cacheError("open index \(indexPath)", error)
+                throw CacheFiles.cacheError("open index \(indexPath)", error)
             }
         }
         state.unusableIndex = damage
@@ -177,7 +177,7 @@ extension DiskCache {
         do {
             return (try openChecked(path), damage)
         } catch {
-            throw DiskCacheFiles.cacheError("open index \(path)", error)
+            throw CacheFiles.cacheError("open index \(path)", error)
         }
     }
 
@@ -237,10 +237,10 @@ extension DiskCache {
     static func moveAside(_ path: String) {
         for suffix in ["", "-wal", "-journal"] {
             if (try? systemCall("rename \(path + suffix)", { rename(path + suffix, path + ".broken" + suffix) })) == nil {
-                DiskCacheFiles.remove(path + suffix)
+                CacheFiles.remove(path + suffix)
             }
         }
-        DiskCacheFiles.remove(path + "-shm")
+        CacheFiles.remove(path + "-shm")
     }
 
     /// Evicts (in its own transaction) until the total fits the budget, then removes the files.
@@ -274,7 +274,7 @@ extension DiskCache {
     }
 
     static func removeEvictedFiles(_ state: inout State, directory: String) {
-        for relative in state.evictedFiles { DiskCacheFiles.remove(directory + "/" + relative) }
+        for relative in state.evictedFiles { CacheFiles.remove(directory + "/" + relative) }
         state.evictedFiles.removeAll()
     }
 

@@ -21,7 +21,7 @@ final class CacheLock {
         do {
             descriptor = try systemCall("open \(lockPath)") { open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644) }
         } catch {
-            throw DiskCacheFiles.cacheError(error)
+            throw CacheFiles.cacheError(error)
         }
         let fd = descriptor
         do {
@@ -31,7 +31,7 @@ final class CacheLock {
             // Once, here: a class whose init throws after every property is set is deinitialised,
             // and `release` there must not close this number again (another thread may own it by then).
             release()
-            guard error.errno == EWOULDBLOCK else { throw DiskCacheFiles.cacheError(error) }
+            guard error.errno == EWOULDBLOCK else { throw CacheFiles.cacheError(error) }
             throw CacheError(operation: "lock \(lockPath)",
                              reason: "the cache folder \(directory) is in use by another thumbd\(holder.map { " (pid \($0))" } ?? "")",
                              kind: .inUse)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
+
 import ThumbSystem
 
 /// A folder's identity: a folder removed, or replaced by another of the same name, has another.
@@ -28,7 +28,7 @@ struct WriteTrouble {
 /// index and lock: the old index lives on in an unlinked file nobody will see again), a full
 /// disk is met by evicting least-recently-used thumbnails and lowering the budget to what the
 /// disk holds, and anything else is reported once. The pipeline meanwhile serves from memory.
-extension DiskCache {
+extension CacheIndex {
     /// After a failed write: true when something was repaired and the write is worth one more try.
     func repair(after error: CacheError, needingBytes: Int) -> Bool {
         state.withLock { state in
@@ -51,9 +51,9 @@ extension DiskCache {
         state.lock = nil
         do throws(CacheError) {
             do {
-                try DiskCacheFiles.createDirectories(directory)
+                try CacheFiles.createDirectories(directory)
             } catch {
-                throw DiskCacheFiles.cacheError(error)
+                throw CacheFiles.cacheError(error)
             }
             let lock = try CacheLock(directory: directory)
             var fresh = try Self.openState(directory: directory, budget: min(byteBudget, state.budgetCap), log: log)
@@ -96,7 +96,7 @@ extension DiskCache {
         } catch {
             return false
         }
-        for victim in victims { DiskCacheFiles.remove(directory + "/" + victim.relative) }
+        for victim in victims { CacheFiles.remove(directory + "/" + victim.relative) }
         if !victims.isEmpty {
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
@@ -142,22 +142,6 @@ extension DiskCache {
             state.trouble = WriteTrouble(kind: error.kind, reason: error.description)
             log.warning("cache writes are failing (\(error)): thumbnails are served from memory, without a cache file, "
                         + "until a write succeeds again")
-        }
-    }
-
-    /// Writes `thumbnail` again off the caller's thread (it was rendered while the cache could
-    /// not write, or its file went away since) and hands the stored copy to `stored`. One write
-    /// per thumbnail at a time, at most 64 at once: the rest are skipped.
-    func storeInBackground(_ thumbnail: CachedThumbnail, stored: @escaping @Sendable (CachedThumbnail) -> Void) {
-        let digest = thumbnail.key.digest
-        guard restoring.withLock({ $0.count < 64 && $0.insert(digest).inserted }) else { return }
-        DispatchQueue.global(qos: .utility).async { [self] in
-            defer { _ = restoring.withLock { $0.remove(digest) } }
-            var copy = thumbnail
-            copy.filePath = filePath(for: copy.key, format: copy.format)
-            guard (try? insert(copy)) != nil else { return }
-            copy.isStored = true
-            stored(copy)
         }
     }
 

@@ -4,7 +4,7 @@ import ThumbSystem
 #endif
 
 /// The disk cache's file operations, all through `systemCall` (EINTR retried, errno kept).
-enum DiskCacheFiles {
+enum CacheFiles {
     /// `mkdir -p`: creates `path` and its missing parents (mode 0755).
     static func createDirectories(_ path: String) throws(SystemError) {
         var prefix = path.hasPrefix("/") ? "" : "."
@@ -101,7 +101,7 @@ enum DiskCacheFiles {
     }
 }
 
-extension DiskCacheFiles {
+extension CacheFiles {
     /// A system failure as the cache reports it: the operation and strerror.
     static func cacheError(_ error: SystemError) -> CacheError {
         CacheError(operation: error.operation, reason: String(cString: strerror(error.errno)),

@@ -38,7 +38,7 @@ final class CacheFileReaper: Sendable {
             try systemCall("rename \(path)") { rename(path, trash) }
         } catch {
             // Gone already; or it cannot be renamed (then unlinked as before).
-            if error.errno != ENOENT { DiskCacheFiles.remove(path) }
+            if error.errno != ENOENT { CacheFiles.remove(path) }
             return
         }
         let schedules = pending.withLock { pending -> Bool? in
@@ -48,7 +48,7 @@ final class CacheFileReaper: Sendable {
             return !pending.scheduled
         }
         switch schedules {
-        case nil: DiskCacheFiles.remove(trash)
+        case nil: CacheFiles.remove(trash)
         case true?: queue.async { [self] in drain() }
         case false?: break
         }
@@ -63,7 +63,7 @@ final class CacheFileReaper: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            for path in batch { DiskCacheFiles.remove(path) }
+            for path in batch { CacheFiles.remove(path) }
         }
     }
 

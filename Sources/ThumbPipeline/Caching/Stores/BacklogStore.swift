@@ -8,22 +8,14 @@
 /// `enqueued` is a sequence number, continued from the index's maximum at open: adding an asset
 /// that is already there moves it to the back under a new number, so a pre-render of an older
 /// version that finishes meanwhile does not delete the newer version's row.
-extension DiskCache {
-    /// The row count and the last sequence number handed out (under the cache's lock).
-    struct BacklogCounts {
-        var rows = 0
-        var lastSequence: Int64 = 0
-        /// Rows refused at the cap since the episode began (nil: not at the cap).
-        var refusedInEpisode: Int?
-    }
+///
+/// The row count and sequence live in the index's state (`BacklogCounts`): they change with the
+/// rows, under the same lock, and a rebuilt index reloads them.
+package final class BacklogStore: BacklogKeeping {
+    let index: CacheIndex
 
-    /// One asset waiting for its pre-renders.
-    package struct BacklogRow: Sendable, Equatable {
-        package var assetPath: String
-        /// Its place in the backlog; the row is finished or retried only while it still has it.
-        package var sequence: Int64
-        /// Transient failures so far.
-        package var attempts: Int
+    package init(index: CacheIndex) {
+        self.index = index
     }
 
     /// Adds each asset to the backlog (one transaction). One that is there already is moved to
@@ -32,9 +24,9 @@ extension DiskCache {
     /// it missing again). New rows past `maxRows` are refused: the first refusal of an episode
     /// is logged, and the episode's end (room again) too. Returns the rows added and refused.
     @discardableResult
-    func enqueueBacklog(_ paths: [String], maxRows: Int, movesExisting: Bool = true) -> (added: Int, refused: Int) {
+    package func enqueue(_ paths: [String], maxRows: Int, movesExisting: Bool = true) -> (added: Int, refused: Int) {
         guard !paths.isEmpty else { return (0, 0) }
-        return state.withLock { (state: inout State) -> (added: Int, refused: Int) in
+        return index.state.withLock { (state: inout CacheIndex.State) -> (added: Int, refused: Int) in
             guard let database = state.database else { return (0, paths.count) }
             var next = state.backlog
             var added = 0, refused = 0
@@ -60,12 +52,12 @@ extension DiskCache {
                     }
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return (0, paths.count)
             }
             if refused > 0 {
                 if next.refusedInEpisode == nil {
-                    log.warning("pre-render backlog full (\(maxRows) assets): new assets are not queued for pre-rendering until it "
+                    index.log.warning("pre-render backlog full (\(maxRows) assets): new assets are not queued for pre-rendering until it "
                                 + "drains (they are rendered when asked for, and a restart's reconcile queues them again)")
                 }
                 next.refusedInEpisode = (next.refusedInEpisode ?? 0) + refused
@@ -76,8 +68,8 @@ extension DiskCache {
     }
 
     /// Up to `limit` rows after sequence `after` (0: from the start), oldest first.
-    func backlogBatch(after: Int64, limit: Int) -> [BacklogRow] {
-        state.withLock { (state: inout State) -> [BacklogRow] in
+    package func batch(after: Int64, limit: Int) -> [BacklogRow] {
+        index.state.withLock { (state: inout CacheIndex.State) -> [BacklogRow] in
             guard let database = state.database, limit > 0 else { return [] }
             var rows: [BacklogRow] = []
             do throws(SQLiteError) {
@@ -86,7 +78,7 @@ extension DiskCache {
                     rows.append(BacklogRow(assetPath: row.text(0), sequence: row.integer(1), attempts: row.int(2)))
                 }
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
             }
             return rows
         }
@@ -95,8 +87,8 @@ extension DiskCache {
     /// The row's pre-renders are done (or unnecessary): it goes, unless the asset was added
     /// again meanwhile. True when it went.
     @discardableResult
-    func finishBacklog(_ row: BacklogRow, maxRows: Int) -> Bool {
-        state.withLock { (state: inout State) -> Bool in
+    package func finish(_ row: BacklogRow, maxRows: Int) -> Bool {
+        index.state.withLock { (state: inout CacheIndex.State) -> Bool in
             guard let database = state.database else { return false }
             do throws(SQLiteError) {
                 let deleted = try database.execute("DELETE FROM backlog WHERE asset_path = ? AND enqueued = ?",
@@ -105,11 +97,11 @@ extension DiskCache {
                 state.backlog.rows -= 1
                 if let refused = state.backlog.refusedInEpisode, state.backlog.rows < maxRows {
                     state.backlog.refusedInEpisode = nil
-                    log.notice("pre-render backlog has room again, after refusing \(refused) assets")
+                    index.log.notice("pre-render backlog has room again, after refusing \(refused) assets")
                 }
                 return true
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return false
             }
         }
@@ -118,8 +110,8 @@ extension DiskCache {
     /// The row moves to the back, with one more attempt when `countsAttempt` (a transient
     /// failure; not when only the queue was full), unless the asset was added again meanwhile.
     /// The row as it is now, or nil when it changed or went.
-    func retryBacklog(_ row: BacklogRow, countsAttempt: Bool) -> BacklogRow? {
-        state.withLock { (state: inout State) -> BacklogRow? in
+    package func retry(_ row: BacklogRow, countsAttempt: Bool) -> BacklogRow? {
+        index.state.withLock { (state: inout CacheIndex.State) -> BacklogRow? in
             guard let database = state.database else { return nil }
             let sequence = state.backlog.lastSequence + 1
             do throws(SQLiteError) {
@@ -130,12 +122,40 @@ extension DiskCache {
                 state.backlog.lastSequence = sequence
                 return BacklogRow(assetPath: row.assetPath, sequence: sequence, attempts: attempts)
             } catch {
-                recover(from: error, &state)
+                index.recover(from: error, &state)
                 return nil
             }
         }
     }
 
     /// Rows waiting (including those being pre-rendered now).
-    package var backlogRowCount: Int { state.withLock { $0.backlog.rows } }
+    package var rowCount: Int { index.state.withLock { $0.backlog.rows } }
+}
+
+/// What the pre-render backlog asks of its rows (`BacklogStore`; tests substitute it).
+package protocol BacklogKeeping: AnyObject, Sendable {
+    @discardableResult
+    func enqueue(_ paths: [String], maxRows: Int, movesExisting: Bool) -> (added: Int, refused: Int)
+    func batch(after: Int64, limit: Int) -> [BacklogRow]
+    @discardableResult
+    func finish(_ row: BacklogRow, maxRows: Int) -> Bool
+    func retry(_ row: BacklogRow, countsAttempt: Bool) -> BacklogRow?
+    var rowCount: Int { get }
+}
+
+/// One asset waiting for its pre-renders.
+package struct BacklogRow: Sendable, Equatable {
+    package var assetPath: String
+    /// Its place in the backlog; the row is finished or retried only while it still has it.
+    package var sequence: Int64
+    /// Transient failures so far.
+    package var attempts: Int
+}
+
+/// The backlog's row count and the last sequence number handed out (under the index's lock).
+struct BacklogCounts {
+    var rows = 0
+    var lastSequence: Int64 = 0
+    /// Rows refused at the cap since the episode began (nil: not at the cap).
+    var refusedInEpisode: Int?
 }
