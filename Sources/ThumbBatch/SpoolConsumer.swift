@@ -1,3 +1,4 @@
+import Synchronization
 import ThumbImaging
 package import ThumbPipeline
 package import ThumbSystem
@@ -17,17 +18,17 @@ package final class SpoolConsumer: @unchecked Sendable {
     /// lost to an overflowed inotify queue; without a doorbell (no inotify) it is 1 s.
     static let rescanMilliseconds: Int32 = 30_000
 
-    private struct Following {
-        var stopping = false
-        var doorbell: SpoolDoorbell?
-        var thread: LongLivedThread?
-    }
-    private let following = Condition(Following())
+    /// A child of the owner's (the daemon's): stops at `stop()` or with the owner; its stop
+    /// rings the doorbell, so that the follower's wait ends at once.
+    private let lifecycle: Lifecycle
+    /// The follower's thread, joined by `stop`.
+    private let thread = Mutex<LongLivedThread?>(nil)
 
-    package init(folder: SpoolFolder, runner: BatchRunner, log: PipelineLog) {
+    package init(folder: SpoolFolder, runner: BatchRunner, log: PipelineLog, lifecycle: Lifecycle = Lifecycle()) {
         self.folder = folder
         self.runner = runner
         self.log = log
+        self.lifecycle = lifecycle.child()
     }
 
     /// What one pass did: the runner's summary, and the jobs the renderer died on too often
@@ -57,27 +58,20 @@ package final class SpoolConsumer: @unchecked Sendable {
             log.warning("spool \(folder.root): cannot watch incoming/ (\(error)); looking every second instead")
             bell = nil
         }
-        let thread = try LongLivedThread.start(name: "thumbd-spool") { [self] in follow(bell) }
-        let stoppedMeanwhile = following.update { following -> Bool in
-            following.doorbell = bell
-            following.thread = thread
-            return following.stopping
-        }
-        if stoppedMeanwhile { bell?.ring() }
+        // Rung at once when the stop came first (the bell stays rung: the first wait ends).
+        if let bell { lifecycle.onStop { bell.ring() } }
+        let started = try LongLivedThread.start(name: "thumbd-spool") { [self] in follow(bell) }
+        thread.withLock { $0 = started }
     }
 
     /// Stops after the job in hand (its thumbnails answered, possibly 503 at shutdown) and
     /// waits for the thread.
     package func stop() {
-        let (bell, thread) = following.update { following in
-            following.stopping = true
-            return (following.doorbell, following.thread)
-        }
-        bell?.ring()
-        thread?.join()
+        lifecycle.stop()
+        thread.withLock { $0 }?.join()
     }
 
-    private var isStopping: Bool { following.withLock { $0.stopping } }
+    private var isStopping: Bool { lifecycle.isStopping }
 
     private func follow(_ bell: SpoolDoorbell?) {
         while !isStopping {
@@ -90,7 +84,7 @@ package final class SpoolConsumer: @unchecked Sendable {
                 bell.wait(timeoutMilliseconds: Self.rescanMilliseconds)
             } else {
                 // No inotify: look again in a second, or at once when stopped.
-                following.wait(until: { $0.stopping }, timeoutSeconds: 1)
+                _ = lifecycle.waitForStop(timeoutSeconds: 1)
             }
         }
     }

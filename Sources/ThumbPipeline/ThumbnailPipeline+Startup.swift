@@ -42,21 +42,23 @@ package struct StartupProgress: Sendable, Equatable {
     }
 }
 
-/// The pipeline's background reconciles: one serial queue, a stop flag checked between
-/// batches, and the progress.
+/// The pipeline's background reconciles: one serial queue, the pipeline's lifecycle looked at
+/// between batches (its stop also opens the gate), and the progress.
 final class PipelineStartup: Sendable {
     let queue = DispatchQueue(label: "thumbd-reconcile", qos: .utility)
     let progress = Mutex(StartupProgress())
-    let stopping = Atomic<Bool>(false)
+    let lifecycle: Lifecycle
     let gate: ReconcileGate?
     /// An asset reconcile is queued or running / another was asked for meanwhile.
     let assetPasses = Mutex<(scheduled: Bool, again: Bool)>((false, false))
 
-    init(gate: ReconcileGate?) {
+    init(gate: ReconcileGate?, lifecycle: Lifecycle) {
         self.gate = gate
+        self.lifecycle = lifecycle
+        lifecycle.onStop { gate?.release() }
     }
 
-    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    var isStopping: Bool { lifecycle.isStopping }
 }
 
 extension ThumbnailPipeline {
@@ -90,14 +92,7 @@ extension ThumbnailPipeline {
         try follower.startWatching()
     }
 
-    /// Stops the background reconciles at their next batch and waits for them (`shutdown`).
-    func stopReconciling() {
-        startup.stopping.store(true, ordering: .releasing)
-        startup.gate?.release()
-        startup.queue.sync {}
-    }
-
-    /// Waits until the reconciles queued so far are done (tests).
+    /// Waits until the reconciles queued so far are done (`shutdown`, tests).
     func waitForBackgroundReconcile() {
         startup.queue.sync {}
     }

@@ -15,7 +15,7 @@ extension ThumbnailPipeline {
         if let hit = memory.vouchedThumbnail(assetPath: request.assetPath, variant: variant) {
             // The watcher vouches for the version this entry was keyed with: no look at the file.
             // Without a slot there is no rule to apply and nothing to supersede: no lock either.
-            if request.slot == nil, !closing.load(ordering: .acquiring) {
+            if request.slot == nil, !lifecycle.isStopping {
                 lockFreeHits.add(1, ordering: .relaxed)
                 gate.deliverDirect(completion, .init(token: nil, result: .success(hit)))
                 return nil

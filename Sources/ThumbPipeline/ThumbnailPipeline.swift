@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 import ThumbImaging
-import ThumbSystem
+package import ThumbSystem
 import ThumbWorker
 
 /// The heart of thumbd: requests in, thumbnails out, with slot tokens that supersede stale
@@ -43,14 +43,17 @@ package final class ThumbnailPipeline: Sendable {
     package let focus: AssetFocus
     /// Placeholders: the look-up a screen of cells asks for.
     package let placeholders: AssetPlaceholders
-    /// Set (under the lock) when shutdown begins: the lock-free hits stop then.
-    let closing = Atomic<Bool>(false)
+    /// Stops when `shutdown` begins or with the owner's (the daemon's, at SIGTERM): the
+    /// background reconciles, the backlog's drain, the folder watcher, the workers' respawns and
+    /// the lock-free hits observe it.
+    package let lifecycle: Lifecycle
     /// Vouched memory hits of requests without a slot, answered without the lock: each is a
     /// request, a memory hit and a vouched hit of `metrics`.
     let lockFreeHits = Atomic<Int>(0)
 
-    package convenience init(configuration: PipelineConfiguration) throws {
-        try self.init(configuration: configuration, startsWorkers: true)
+    /// `lifecycle`: the owner's; the pipeline's own is a child of it.
+    package convenience init(configuration: PipelineConfiguration, lifecycle: Lifecycle = Lifecycle()) throws {
+        try self.init(configuration: configuration, startsWorkers: true, lifecycle: lifecycle)
     }
 
     /// `startsWorkers: false` holds every job in the queue until `startWorkers()`: tests use it
@@ -61,10 +64,12 @@ package final class ThumbnailPipeline: Sendable {
          renderers: (@Sendable (Int) -> any ThumbnailRendering)? = nil,
          opener: ((AssetRoot) -> any AssetOpening)? = nil,
          substitutingStores: ((inout CacheStores) -> Void)? = nil,
-         resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil) throws {
+         resolvedHook: (@Sendable (AssetVersion) -> Void)? = nil, lifecycle owner: Lifecycle = Lifecycle()) throws {
         self.resolvedHook = resolvedHook
         self.configuration = configuration
-        startup = PipelineStartup(gate: configuration.reconcileGate)
+        let lifecycle = owner.child()
+        self.lifecycle = lifecycle
+        startup = PipelineStartup(gate: configuration.reconcileGate, lifecycle: lifecycle)
         memory = MemoryCache(byteBudget: configuration.memoryCacheBytes)
         // The cache first: its real path (created if need be) is what the asset root excludes.
         // Its files are reconciled with the index in the background: hits are served meanwhile.
@@ -74,12 +79,12 @@ package final class ThumbnailPipeline: Sendable {
         self.stores = stores
         assets = try AssetRoot(path: configuration.assetRoot, excluding: [stores.thumbnails.directory])
         state = PipelineLock(PipelineState(configuration: configuration))
-        backlog = PrerenderBacklog(stores: stores, assets: assets, configuration: configuration)
+        backlog = PrerenderBacklog(stores: stores, assets: assets, configuration: configuration, lifecycle: lifecycle)
         focus = AssetFocus(assets: assets, stores: stores, memory: memory)
         placeholders = AssetPlaceholders(assets: assets, stores: stores)
         follower = AssetFollower(assets: assets, stores: stores, memory: memory, configuration: configuration, backlog: backlog,
                                  startup: startup)
-        makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
+        makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters, lifecycle: lifecycle)
         groupRender = GroupRender(opener: opener?(assets) ?? assets, stores: stores, memory: memory)
         follower.scheduler.bind(self)
         placeholders.pipeline.bind(self)
@@ -179,13 +184,11 @@ package final class ThumbnailPipeline: Sendable {
     package func shutdown() {
         // The background reconciles stop at their next batch; the backlog takes no more rows
         // (queued pre-renders are answered below and their rows stay for the next start).
-        stopReconciling()
-        locked { state, answers in
-            closing.store(true, ordering: .releasing)
-            _ = state.shutDown(into: &answers)
-        }
+        lifecycle.stop()
+        waitForBackgroundReconcile()
+        locked { state, answers in _ = state.shutDown(into: &answers) }
         renderThreads.stop()
-        backlog.stop()
+        backlog.waitForPass()
         follower.endVouching()
         follower.flushRemovals()
         stores.index.close()

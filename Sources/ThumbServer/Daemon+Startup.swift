@@ -20,12 +20,16 @@ final class DaemonStartup: @unchecked Sendable {
     let hold: StartupHold?
     let events: DaemonEvents
     let access: AccessControl
-    private let stopping = Atomic<Bool>(false)
+    /// The daemon's, stopped by SIGTERM or SIGINT: every part started here observes it.
+    let lifecycle: Lifecycle
     /// Written by the main thread only (when start-up ended without serving).
     var exitStatus = Daemon.Exit.ok
 
     init(daemon: Daemon, config: ThumbConfig, configuration: PipelineConfiguration, hold: StartupHold?, events: DaemonEvents,
-         access: AccessControl) {
+         access: AccessControl, lifecycle: Lifecycle) {
+        self.lifecycle = lifecycle
+        // A held start-up is let go by a stop.
+        lifecycle.onStop { hold?.gate.release() }
         self.access = access
         self.daemon = daemon
         self.config = config
@@ -34,12 +38,7 @@ final class DaemonStartup: @unchecked Sendable {
         self.events = events
     }
 
-    var isStopping: Bool { stopping.load(ordering: .acquiring) }
-
-    func requestStop() {
-        stopping.store(true, ordering: .releasing)
-        hold?.gate.release()
-    }
+    var isStopping: Bool { lifecycle.isStopping }
 
     /// Opens and starts serving on a thread of its own (the main thread waits for its events),
     /// then, on the same thread, starts following the folder: adding a watch per folder takes a
@@ -63,7 +62,7 @@ final class DaemonStartup: @unchecked Sendable {
         daemon.notifier.notify("STATUS=opening the cache index")
         let pipeline: ThumbnailPipeline
         do {
-            pipeline = try ThumbnailPipeline(configuration: configuration)
+            pipeline = try ThumbnailPipeline(configuration: configuration, lifecycle: lifecycle)
         } catch let error as CacheError where error.kind == .inUse {
             Log.error("\(error.reason): refusing to start a second daemon on it (one process per cache folder)")
             return .failed(.inUse)
@@ -97,7 +96,7 @@ final class DaemonStartup: @unchecked Sendable {
             DaemonServices.removeSockets(listeners)
             return .failed(.osError)
         }
-        let services = DaemonServices(pipeline: pipeline, api: api, server: server, listeners: listeners)
+        let services = DaemonServices(pipeline: pipeline, api: api, server: server, listeners: listeners, lifecycle: lifecycle)
         let where_ = listeners.map(\.description).joined(separator: ", ")
         Log.notice("thumbd serving \(configuration.assetRoot) on \(where_); cache \(configuration.cacheDirectory); \(configuration.workers) workers"
                    + "; reconciling in the background")
@@ -111,10 +110,14 @@ final class DaemonServices: @unchecked Sendable {
     let api: ThumbnailAPI
     let server: HTTPServer
     let listeners: [Listener]
-    /// Started after serving; nil until then, and never once stopping.
-    private let following = Mutex<(stopping: Bool, watcher: FolderWatcher?, spool: SpoolConsumer?)>((false, nil, nil))
+    /// The daemon's: `stop` stops it first, so that the parts stop together.
+    let lifecycle: Lifecycle
+    /// Started after serving; nil until then, and never once stopping (looked at under this
+    /// lock by `startFollowing`, after the lifecycle's stop by `stop`: one of them sees the other).
+    private let following = Mutex<(watcher: FolderWatcher?, spool: SpoolConsumer?)>((nil, nil))
 
-    init(pipeline: ThumbnailPipeline, api: ThumbnailAPI, server: HTTPServer, listeners: [Listener]) {
+    init(pipeline: ThumbnailPipeline, api: ThumbnailAPI, server: HTTPServer, listeners: [Listener], lifecycle: Lifecycle) {
+        self.lifecycle = lifecycle
         self.pipeline = pipeline
         self.api = api
         self.server = server
@@ -133,7 +136,7 @@ final class DaemonServices: @unchecked Sendable {
         }
         let spool = spoolRoot.flatMap { spoolConsumer(root: $0, catalog: catalog) }
         let stopped = following.withLock { following -> Bool in
-            guard !following.stopping else { return true }
+            guard !lifecycle.isStopping else { return true }
             following.watcher = watcher
             following.spool = spool
             return false
@@ -159,18 +162,15 @@ final class DaemonServices: @unchecked Sendable {
         let pregenerated = catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
         let runner = BatchRunner(pipeline: pipeline, catalog: catalog,
                                  defaultKinds: pregenerated.isEmpty ? catalog.kinds.keys.sorted() : pregenerated, outputTree: nil)
-        return SpoolConsumer(folder: folder, runner: runner, log: pipeline.configuration.log)
+        return SpoolConsumer(folder: folder, runner: runner, log: pipeline.configuration.log, lifecycle: lifecycle)
     }
 
     /// SIGTERM: new and queued requests get 503, running renders finish, the background work
     /// stops at its next batch, the index closes, answers already decided reach their clients.
     func stop() {
-        api.beginShutdown()
+        lifecycle.stop()
         server.quiesce()
-        let (watcher, spool) = following.withLock { following in
-            following.stopping = true
-            return (following.watcher, following.spool)
-        }
+        let (watcher, spool) = following.withLock { ($0.watcher, $0.spool) }
         spool?.stop()
         watcher?.stop()
         pipeline.shutdown()

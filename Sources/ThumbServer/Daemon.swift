@@ -90,7 +90,7 @@ package final class Daemon {
 
         let events = DaemonEvents()
         let startup = DaemonStartup(daemon: self, config: config, configuration: configuration, hold: hold, events: events,
-                                    access: access)
+                                    access: access, lifecycle: Lifecycle())
         do throws(SystemError) {
             try events.takeSignals(signals)
             try startup.begin()
@@ -124,7 +124,7 @@ package final class Daemon {
                     Log.notice("stop requested during start-up")
                     notifier.notify("STOPPING=1\nSTATUS=stopping during start-up")
                 }
-                startup.requestStop()
+                startup.lifecycle.stop()
             case .signal(SIGUSR2):
                 hold?.gate.release()
             case .serving(let services):

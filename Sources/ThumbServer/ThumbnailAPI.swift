@@ -3,6 +3,7 @@ import Synchronization
 import ThumbAccess
 package import ThumbImaging
 package import ThumbPipeline
+import ThumbSystem
 
 /// The HTTP API over a pipeline: routes, parameters, status codes. Pure request → response
 /// logic; the transport is `HTTPServer`.
@@ -19,7 +20,9 @@ package final class ThumbnailAPI: Sendable {
     /// `thumbnails` answered 200, the hits' count kept without the counters' lock (merged into
     /// `thumbd_http_requests_total`).
     let thumbnailsAnswered = Atomic<Int>(0)
-    let shuttingDown = Atomic<Bool>(false)
+    /// A child of the pipeline's: once stopping (`beginShutdown`, the pipeline's shutdown or the
+    /// daemon's stop), every request but the health checks is answered 503.
+    let lifecycle: Lifecycle
     /// Who may do what; the default (no `access` section, no files) for a daemon without one.
     let access: AccessControl
 
@@ -32,6 +35,7 @@ package final class ThumbnailAPI: Sendable {
     package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, maxWaitMilliseconds: Int, access: AccessControl) {
         self.access = access
         self.pipeline = pipeline
+        lifecycle = pipeline.lifecycle.child()
         self.catalog = Mutex(catalog)
         formats = Mutex(pipeline.configuration.outputFormats)
         parsing = Mutex(ParsingContext(catalog: catalog, formats: pipeline.configuration.outputFormats))
@@ -45,7 +49,7 @@ package final class ThumbnailAPI: Sendable {
     }
 
     /// From now on every request is answered 503.
-    package func beginShutdown() { shuttingDown.store(true, ordering: .relaxed) }
+    package func beginShutdown() { lifecycle.stop() }
 
     package func handle(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         let route = Self.route(of: request)
@@ -57,7 +61,7 @@ package final class ThumbnailAPI: Sendable {
             }
             respond(response)
         }
-        if shuttingDown.load(ordering: .relaxed) && route != "healthz" && route != "readyz" {
+        if lifecycle.isStopping && route != "healthz" && route != "readyz" {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))
             return
         }
@@ -111,8 +115,8 @@ package final class ThumbnailAPI: Sendable {
         case .success(.focus(let call)):
             answer(focus(call))
         case .success(.health):
-            answer(.json(shuttingDown.load(ordering: .relaxed) ? 503 : 200,
-                          ["status": shuttingDown.load(ordering: .relaxed) ? "stopping" : "ok"]))
+            answer(.json(lifecycle.isStopping ? 503 : 200,
+                          ["status": lifecycle.isStopping ? "stopping" : "ok"]))
         case .success(.ready):
             answer(readiness())
         case .success(.metrics):
@@ -178,7 +182,7 @@ package final class ThumbnailAPI: Sendable {
     /// asset folder are reconciled with the index, then 200. `/healthz` answers 200 from the
     /// moment the socket serves (hits are answered during the reconciles).
     func readiness() -> HTTPResponse {
-        if shuttingDown.load(ordering: .relaxed) { return .json(503, ["status": "stopping"]) }
+        if lifecycle.isStopping { return .json(503, ["status": "stopping"]) }
         let progress = pipeline.startupProgress
         if progress.isReady { return .json(200, ["status": "ready"]) }
         let files = progress.cacheFiles

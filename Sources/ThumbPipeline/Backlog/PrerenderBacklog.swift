@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import ThumbSystem
 import ThumbImaging
 
 /// The pre-render backlog's counters, for `/metrics` and STATUS.
@@ -56,7 +57,6 @@ final class PrerenderBacklog: Sendable {
         /// Off until the cache's files are reconciled (until then `contains` may vouch for a
         /// file that is gone); off again at shutdown.
         var enabled = false
-        var stopped = false
         var scheduled = false
         /// The last sequence taken: rows after it are next.
         var cursor: Int64 = 0
@@ -87,13 +87,16 @@ final class PrerenderBacklog: Sendable {
     let stores: CacheStores
     let assets: AssetRoot
     let configuration: PipelineConfiguration
+    /// The pipeline's: once it stops, no pass is scheduled and a pass under way ends at its next batch.
+    let lifecycle: Lifecycle
 
     /// Transient failures an asset may have before its row is given up (logged and counted).
     static let maxAttempts = 3
     /// Rows read per look into the index.
     static let batchRows = 64
 
-    init(stores: CacheStores, assets: AssetRoot, configuration: PipelineConfiguration) {
+    init(stores: CacheStores, assets: AssetRoot, configuration: PipelineConfiguration, lifecycle: Lifecycle) {
+        self.lifecycle = lifecycle
         self.stores = stores
         self.assets = assets
         self.configuration = configuration
@@ -121,16 +124,15 @@ final class PrerenderBacklog: Sendable {
     /// Schedules a drain pass unless one is scheduled already (cheap: called after every render).
     func kick(_ scheduler: any PrerenderScheduling) {
         let schedules = state.withLock { state -> Bool in
-            guard state.enabled, !state.stopped, !state.scheduled else { return false }
+            guard state.enabled, !lifecycle.isStopping, !state.scheduled else { return false }
             state.scheduled = true
             return true
         }
         if schedules { queue.async { [weak self, weak scheduler] in if let scheduler { self?.drain(scheduler) } } }
     }
 
-    /// Stops taking rows and waits for a pass under way (`shutdown`).
-    func stop() {
-        state.withLock { $0.stopped = true }
+    /// Waits for a pass under way (`shutdown`, once the lifecycle stopped: it takes no more rows).
+    func waitForPass() {
         queue.sync {}
     }
 
@@ -154,8 +156,8 @@ final class PrerenderBacklog: Sendable {
         let target = max(1, configuration.maxQueuedJobs / 4)
         while true {
             let queueRoom = scheduler.batchQueueRoom
-            let (inFlightJobs, cursor, stopped) = state.withLock { ($0.jobsInFlight, $0.cursor, $0.stopped) }
-            if stopped || queueRoom <= 0 { return }
+            let (inFlightJobs, cursor) = state.withLock { ($0.jobsInFlight, $0.cursor) }
+            if lifecycle.isStopping || queueRoom <= 0 { return }
             var assets = min(target - inFlightJobs, queueRoom) / jobsPerAsset
             if assets <= 0 && inFlightJobs == 0 { assets = 1 }  // an asset of many kinds still goes, one at a time
             guard assets > 0 else { return }
@@ -171,7 +173,7 @@ final class PrerenderBacklog: Sendable {
     /// No kind is pre-rendered (any more: the rows come from a run with another config): every
     /// row is unnecessary.
     private func settleAllRows() {
-        while !state.withLock({ $0.stopped }) {
+        while !lifecycle.isStopping {
             let cursor = state.withLock { $0.cursor }
             let rows = stores.backlog.batch(after: cursor, limit: Self.batchRows)
             guard let last = rows.last else { return }

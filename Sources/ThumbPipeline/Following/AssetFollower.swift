@@ -44,7 +44,8 @@ final class AssetFollower: Sendable {
     /// the folder with the index in the background. Stop the returned watcher before `shutdown`.
     func startWatching() throws(SystemError) -> FolderWatcher {
         let watcher = try FolderWatcher(root: assets, log: configuration.log, rootPollSeconds: configuration.rootPollSeconds,
-                                        coverage: coverage, drained: { [weak self] in self?.flushRemovals() }) {
+                                        coverage: coverage, lifecycle: startup.lifecycle,
+                                        drained: { [weak self] in self?.flushRemovals() }) {
             [weak self] event in self?.handleWatched(event)
         }
         try watcher.start()

@@ -67,9 +67,10 @@ package final class FolderWatcher: @unchecked Sendable {
     /// Path bytes the walks handed the kernel, and in how many calls (for tests).
     let kernelPaths = Mutex<(bytes: Int, calls: Int)>((0, 0))
     let inotifyFD: Int32
-    /// The watcher thread's wait on `inotifyFD`, which `stop()` cuts short.
+    /// The watcher thread's wait on `inotifyFD`, which the lifecycle's stop cuts short.
     private let events: WakeablePoll
-    private let stopping = Atomic<Bool>(false)
+    /// A child of the owner's (the pipeline's): stops at `stop()` or with the owner.
+    private let lifecycle: Lifecycle
     private let control = Mutex<Control>(Control())
     let table = Mutex<WatchTable>(WatchTable())
 
@@ -90,14 +91,16 @@ package final class FolderWatcher: @unchecked Sendable {
     static let bufferSize = 64 * 1024
 
     package convenience init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2,
-                            coverage: WatchCoverage = WatchCoverage(), drained: (@Sendable () -> Void)? = nil,
+                            coverage: WatchCoverage = WatchCoverage(), lifecycle: Lifecycle = Lifecycle(),
+                            drained: (@Sendable () -> Void)? = nil,
                             handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         try self.init(root: root, log: log, rootPollSeconds: rootPollSeconds, coverage: coverage, watchAdder: .inotify,
-                      drained: drained, handler: handler)
+                      lifecycle: lifecycle, drained: drained, handler: handler)
     }
 
     init(root: AssetRoot, log: PipelineLog = .standardError, rootPollSeconds: Double = 2, coverage: WatchCoverage = WatchCoverage(),
-         watchAdder: WatchAdder, drained: (@Sendable () -> Void)? = nil, handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
+         watchAdder: WatchAdder, lifecycle: Lifecycle = Lifecycle(), drained: (@Sendable () -> Void)? = nil,
+         handler: @escaping @Sendable (Event) -> Void) throws(SystemError) {
         self.root = root
         self.handler = handler
         self.drained = drained
@@ -113,6 +116,8 @@ package final class FolderWatcher: @unchecked Sendable {
             throw error
         }
         inotifyFD = inotify
+        self.lifecycle = lifecycle.child()
+        self.lifecycle.onStop { [events] in events.wake() }
     }
 
     deinit {
@@ -160,8 +165,7 @@ package final class FolderWatcher: @unchecked Sendable {
             return (control.thread, first)
         }
         guard first else { return }
-        stopping.store(true, ordering: .releasing)
-        events.wake()
+        lifecycle.stop()
         // From the handler itself (the watcher thread), `join` detaches instead.
         thread?.join()
     }
@@ -194,7 +198,7 @@ package final class FolderWatcher: @unchecked Sendable {
         drained?()
     }
 
-    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    var isStopping: Bool { lifecycle.isStopping }
 
     /// Reads and handles events until the inotify fd is empty.
     private func drain(_ buffer: UnsafeMutableRawBufferPointer) {

@@ -16,12 +16,16 @@ package final class RenderWorkerSupervisor: @unchecked Sendable {
     private let current = Mutex<RenderWorker?>(nil)
     // Touched only by the render thread.
     private var deathsInARow = 0
-    private var isShutDown = false
+    /// Stops with the owner's (the pipeline's) or at `shutdown`: no respawn after, and a respawn
+    /// backoff under way ends at once.
+    private let lifecycle: Lifecycle
 
-    package init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff()) {
+    package init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff(),
+                 lifecycle: Lifecycle = Lifecycle()) {
         self.launch = launch
         self.counters = counters
         self.backoff = backoff
+        self.lifecycle = lifecycle.child()
     }
 
     deinit { shutdown() }
@@ -80,7 +84,7 @@ package final class RenderWorkerSupervisor: @unchecked Sendable {
 
     /// Stops the worker (closes its socket, kills and reaps it); no respawn after this.
     package func shutdown() {
-        isShutDown = true
+        lifecycle.stop()
         let worker = current.withLock { worker in
             defer { worker = nil }
             return worker
@@ -91,8 +95,9 @@ package final class RenderWorkerSupervisor: @unchecked Sendable {
     /// The live worker, spawned after the backoff if there is none.
     private func worker() throws(WorkerSpawnError) -> RenderWorker {
         if let live = current.withLock({ $0 }), live.isAlive { return live }
-        guard !isShutDown else { throw WorkerSpawnError(reason: "the supervisor was shut down") }
-        Self.sleep(seconds: backoffSeconds)
+        let shutDown = WorkerSpawnError(reason: "the supervisor was shut down")
+        guard !lifecycle.isStopping else { throw shutDown }
+        if backoffSeconds > 0, lifecycle.waitForStop(timeoutSeconds: backoffSeconds) { throw shutDown }
         do throws(WorkerSpawnError) {
             let worker = try RenderWorker.spawn(launch)
             counters.recordSpawn()
@@ -109,18 +114,6 @@ package final class RenderWorkerSupervisor: @unchecked Sendable {
         counters.record(reason)
         deathsInARow += 1
         current.withLock { $0 = nil }
-    }
-
-    /// clock_nanosleep to an absolute time, so that a signal's EINTR resumes the same wait. (It
-    /// returns its error number rather than setting errno, hence not the `systemCall` funnel.)
-    static func sleep(seconds: Double) {
-        guard seconds > 0 else { return }
-        var until = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &until)
-        let nanoseconds = Int(seconds * 1e9) + until.tv_nsec
-        until.tv_sec += nanoseconds / 1_000_000_000
-        until.tv_nsec = nanoseconds % 1_000_000_000
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
     }
 }
 
