@@ -18,14 +18,13 @@ extension ThumbnailPipeline: RenderFeed {
     }
 
     /// The renderer of render thread `index`: its own worker process when sandboxed.
-    static func defaultRenderer(_ configuration: PipelineConfiguration, counters: WorkerRestartCounters,
-                                lifecycle: Lifecycle) -> @Sendable (Int) -> any ThumbnailRendering {
+    static func defaultRenderer(_ configuration: PipelineConfiguration, counters: WorkerRestartCounters) -> @Sendable (Int) -> any ThumbnailRendering {
         { index in
             guard let launch = configuration.worker else {
                 return InProcessRenderer(thumbnailer: Thumbnailer(limits: configuration.limits, tuning: configuration.tuning),
                                          maxFileBytes: configuration.limits.maxFileBytes)
             }
-            let supervisor = RenderWorkerSupervisor(launch: launch, counters: counters, backoff: respawnBackoff, lifecycle: lifecycle)
+            let supervisor = RenderWorkerSupervisor(launch: launch, counters: counters, backoff: respawnBackoff)
             return SandboxedRenderer(supervisor: supervisor, limits: configuration.limits, tuning: configuration.tuning,
                                      renderSeconds: configuration.renderSeconds, log: configuration.log,
                                      label: "render thread \(index)")

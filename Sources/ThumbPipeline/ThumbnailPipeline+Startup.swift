@@ -42,10 +42,10 @@ package struct StartupProgress: Sendable, Equatable {
     }
 }
 
-/// The pipeline's background reconciles: one serial queue, the pipeline's lifecycle looked at
+/// The pipeline's background reconciles: one serial worker, the pipeline's lifecycle looked at
 /// between batches (its stop also opens the gate), and the progress.
 final class PipelineStartup: Sendable {
-    let queue = DispatchQueue(label: "thumbd-reconcile", qos: .utility)
+    let worker = SerialWorker(name: "thumbd-reconcile")
     let progress = Mutex(StartupProgress())
     let lifecycle: Lifecycle
     let gate: ReconcileGate?
@@ -68,7 +68,7 @@ extension ThumbnailPipeline {
     /// From `init`: the cache's files are reconciled with its index in the background (hits are
     /// served from the index meanwhile); once that is done the backlog starts to drain.
     func reconcileCacheInBackground() {
-        startup.queue.async { [self] in
+        startup.worker.submit { [self] in
             startup.gate?.pass()
             guard !startup.isStopping else { return }
             stores.index.reconcileFiles(shouldStop: { startup.isStopping }) { files in
@@ -94,7 +94,7 @@ extension ThumbnailPipeline {
 
     /// Waits until the reconciles queued so far are done (`shutdown`, tests).
     func waitForBackgroundReconcile() {
-        startup.queue.sync {}
+        startup.worker.waitUntilIdle()
     }
 
     /// A reconcile's listings and batches are freed when it ends; glibc keeps freed heap in its

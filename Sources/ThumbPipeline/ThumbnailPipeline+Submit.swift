@@ -1,4 +1,4 @@
-import Dispatch
+import ThumbSystem
 package import ThumbImaging
 
 extension ThumbnailPipeline {
@@ -228,7 +228,7 @@ extension ThumbnailPipeline {
             break
         case .parked(let generation):
             state.metrics.parkedJobs += 1
-            DispatchQueue.global().asyncAfter(deadline: .now() + configuration.flingDebounceSeconds) { [weak self] in
+            DeadlineTimers.shared.schedule(afterSeconds: configuration.flingDebounceSeconds) { [weak self] in
                 self?.unpark(digest: key.digest, generation: generation)
             }
         }

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 import ThumbImaging
 package import ThumbSystem
@@ -44,8 +43,8 @@ package final class ThumbnailPipeline: Sendable {
     /// Placeholders: the look-up a screen of cells asks for.
     package let placeholders: AssetPlaceholders
     /// Stops when `shutdown` begins or with the owner's (the daemon's, at SIGTERM): the
-    /// background reconciles, the backlog's drain, the folder watcher, the workers' respawns and
-    /// the lock-free hits observe it.
+    /// background reconciles, the backlog's drain, the folder watcher, the API's 503s and the
+    /// lock-free hits observe it.
     package let lifecycle: Lifecycle
     /// Vouched memory hits of requests without a slot, answered without the lock: each is a
     /// request, a memory hit and a vouched hit of `metrics`.
@@ -84,7 +83,7 @@ package final class ThumbnailPipeline: Sendable {
         placeholders = AssetPlaceholders(assets: assets, stores: stores)
         follower = AssetFollower(assets: assets, stores: stores, memory: memory, configuration: configuration, backlog: backlog,
                                  startup: startup)
-        makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters, lifecycle: lifecycle)
+        makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
         groupRender = GroupRender(opener: opener?(assets) ?? assets, stores: stores, memory: memory)
         follower.scheduler.bind(self)
         placeholders.pipeline.bind(self)
@@ -192,6 +191,9 @@ package final class ThumbnailPipeline: Sendable {
         follower.endVouching()
         follower.flushRemovals()
         stores.index.close()
+        // Idle by now (both looked at the lifecycle): their threads end.
+        startup.worker.close(joining: true)
+        backlog.worker.close(joining: true)
     }
 }
 

@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import CThumbHTTP
-import Dispatch
 import Synchronization
 import ThumbPipeline
 #if canImport(Glibc)
@@ -19,12 +18,12 @@ package typealias HTTPHandler = @Sendable (HTTPRequest, _ respond: @escaping @Se
 /// for it (a sweep cuts the late ones), one TCP peer may hold a share of the connections only,
 /// and while stopping new requests are answered 503 instead of finding a closed socket.
 package final class HTTPServer: @unchecked Sendable {
-    // @unchecked: `daemons`, `tables` and `sweepTimer` are written in init and by stop() (once,
+    // @unchecked: `daemons`, `tables` and `sweeper` are written in init and by stop() (once,
     // from the main thread).
     private var daemons: [OpaquePointer] = []
     private var tables: [HTTPConnectionTable] = []
-    private var sweepTimer: (any DispatchSourceTimer)?
-    private let sweepQueue = DispatchQueue(label: "thumbd.http.request-deadline")
+    /// The request-deadline sweep's thread (`thumbd-http-sweep`) and what stops it.
+    private var sweeper: (thread: LongLivedThread, lifecycle: Lifecycle)?
     let handler: HTTPHandler
     /// Largest request body, bytes (only POST /v1/prefetch has one).
     let maxBodyBytes = 1 << 20
@@ -83,7 +82,12 @@ package final class HTTPServer: @unchecked Sendable {
             }
             daemons.append(daemon)
         }
-        startSweeping()
+        do throws(SystemError) {
+            try startSweeping()
+        } catch {
+            stop()
+            throw error
+        }
     }
 
     /// Stops taking work, not connections: a closed socket would look like a crash to clients.
@@ -108,9 +112,12 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     package func stop() {
-        sweepTimer?.cancel()
-        sweepQueue.sync {} // a sweep under way finishes before the connections go
-        sweepTimer = nil
+        if let sweeper {
+            // A sweep under way finishes before the connections go.
+            sweeper.lifecycle.stop()
+            sweeper.thread.join()
+        }
+        sweeper = nil
         for daemon in daemons {
             // Take the listening socket back first: stopping with it still attached makes
             // libmicrohttpd shutdown() it, which a socket systemd passed us must never see (the
@@ -127,24 +134,25 @@ package final class HTTPServer: @unchecked Sendable {
     /// Open connections on every listener of this server.
     package var openConnections: Int { tables.reduce(0) { $0 + $1.count } }
 
-    private func startSweeping() {
-        let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
-        let interval = DispatchTimeInterval.milliseconds(Self.sweepIntervalMilliseconds)
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
-        timer.setEventHandler { [tables] in
-            let now = HTTPConnectionTable.now()
-            for table in tables {
-                let (cut, crowded) = table.cutLateConnections(now: now)
-                guard cut > 0 else { continue }
-                if crowded {
-                    HTTPTransportMetrics.process.slowClientsCutWhileCrowded.add(cut, ordering: .relaxed)
-                } else {
-                    HTTPTransportMetrics.process.slowClientsCut.add(cut, ordering: .relaxed)
+    /// Every `sweepIntervalMilliseconds`, cuts the connections past their request deadline.
+    private func startSweeping() throws(SystemError) {
+        let lifecycle = Lifecycle()
+        let interval = Double(Self.sweepIntervalMilliseconds) / 1000
+        let thread = try LongLivedThread.start(name: "thumbd-http-sweep") { [tables] in
+            while !lifecycle.waitForStop(timeoutSeconds: interval) {
+                let now = HTTPConnectionTable.now()
+                for table in tables {
+                    let (cut, crowded) = table.cutLateConnections(now: now)
+                    guard cut > 0 else { continue }
+                    if crowded {
+                        HTTPTransportMetrics.process.slowClientsCutWhileCrowded.add(cut, ordering: .relaxed)
+                    } else {
+                        HTTPTransportMetrics.process.slowClientsCut.add(cut, ordering: .relaxed)
+                    }
                 }
             }
         }
-        timer.resume()
-        sweepTimer = timer
+        sweeper = (thread, lifecycle)
     }
 
     fileprivate func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, upload: UnsafePointer<CChar>?,

@@ -1,4 +1,4 @@
-import Dispatch
+import ThumbSystem
 import Synchronization
 import ThumbImaging
 import ThumbPipeline
@@ -45,7 +45,7 @@ extension ThumbnailAPI {
         if wait == 0 {
             once.respond(timeout())
         } else {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(waited)) { if !once.isDone { once.respond(timeout()) } }
+            DeadlineTimers.shared.schedule(afterSeconds: Double(waited) / 1000) { if !once.isDone { once.respond(timeout()) } }
         }
     }
 
@@ -158,6 +158,6 @@ final class OnceResponder: Sendable {
         guard pause > 0 else { return respond(response) }
         guard done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         let send = respondOnce
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(pause)) { send(response) }
+        DeadlineTimers.shared.schedule(afterSeconds: Double(pause) / 1000) { send(response) }
     }
 }

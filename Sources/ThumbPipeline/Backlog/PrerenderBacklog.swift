@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 import ThumbSystem
 import ThumbImaging
@@ -83,7 +82,7 @@ final class PrerenderBacklog: Sendable {
     }
 
     let state = Mutex(State())
-    let queue = DispatchQueue(label: "thumbd-backlog", qos: .utility)
+    let worker = SerialWorker(name: "thumbd-backlog")
     let stores: CacheStores
     let assets: AssetRoot
     let configuration: PipelineConfiguration
@@ -128,12 +127,12 @@ final class PrerenderBacklog: Sendable {
             state.scheduled = true
             return true
         }
-        if schedules { queue.async { [weak self, weak scheduler] in if let scheduler { self?.drain(scheduler) } } }
+        if schedules { worker.submit { [weak self, weak scheduler] in if let scheduler { self?.drain(scheduler) } } }
     }
 
     /// Waits for a pass under way (`shutdown`, once the lifecycle stopped: it takes no more rows).
     func waitForPass() {
-        queue.sync {}
+        worker.waitUntilIdle()
     }
 
     var metrics: BacklogMetrics {

@@ -102,7 +102,7 @@ final class AssetFollower: Sendable {
             return true
         }
         guard starts else { return }
-        startup.queue.async { [self] in
+        startup.worker.submit { [self] in
             repeat {
                 startup.assetPasses.withLock { $0.again = false }
                 guard !startup.isStopping else { return }

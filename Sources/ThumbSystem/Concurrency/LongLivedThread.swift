@@ -50,6 +50,17 @@ package final class LongLivedThread: @unchecked Sendable {
         pthread_detach(thread.thread)
     }
 
+    /// Lets the thread end on its own, unjoined (its owner stopped waiting for it). Nothing once
+    /// it is joined or a join is under way.
+    package func detach() {
+        let first = joinPhase.update { phase -> Bool in
+            guard phase == 0 else { return false }
+            phase = 2
+            return true
+        }
+        if first { pthread_detach(thread) }
+    }
+
     /// Whether the caller is this thread (a part stopped from its own thread cannot wait for it).
     package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
 

@@ -16,16 +16,15 @@ package final class RenderWorkerSupervisor: @unchecked Sendable {
     private let current = Mutex<RenderWorker?>(nil)
     // Touched only by the render thread.
     private var deathsInARow = 0
-    /// Stops with the owner's (the pipeline's) or at `shutdown`: no respawn after, and a respawn
-    /// backoff under way ends at once.
-    private let lifecycle: Lifecycle
+    /// Stops at `shutdown` (the render thread's last act): no respawn after, and a respawn
+    /// backoff under way ends at once. Not the pipeline's: while the pipeline stops, a render
+    /// already handed out still gets its worker.
+    private let lifecycle = Lifecycle()
 
-    package init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff(),
-                 lifecycle: Lifecycle = Lifecycle()) {
+    package init(launch: WorkerLaunch, counters: WorkerRestartCounters, backoff: WorkerBackoff = WorkerBackoff()) {
         self.launch = launch
         self.counters = counters
         self.backoff = backoff
-        self.lifecycle = lifecycle.child()
     }
 
     deinit { shutdown() }

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Synchronization
 import ThumbSystem
@@ -21,7 +20,7 @@ final class CacheFileReaper: Sendable {
     }
 
     private let pending = Mutex(Pending())
-    private let queue = DispatchQueue(label: "thumbd-cache-reaper", qos: .utility)
+    private let worker = SerialWorker(name: "thumbd-reaper")
     private let counter = Atomic<Int>(0)
 
     /// The name a retired file takes beside its own: `<digest>.<ext>.gone-<pid>-<n>`, which no
@@ -49,7 +48,7 @@ final class CacheFileReaper: Sendable {
         }
         switch schedules {
         case nil: CacheFiles.remove(trash)
-        case true?: queue.async { [self] in drain() }
+        case true?: worker.submit { [self] in drain() }
         case false?: break
         }
     }
@@ -67,12 +66,18 @@ final class CacheFileReaper: Sendable {
         }
     }
 
+    /// The index closed: the files retired so far are unlinked, then the thread ends (later
+    /// retirements, if any, unlink on their caller's thread).
+    func finishInBackground() {
+        worker.close(joining: false)
+    }
+
     /// Files retired and not unlinked yet.
     var pendingCount: Int { pending.withLock { $0.paths.count } }
 
     /// Waits until every file retired so far is unlinked (tests).
     func waitUntilReaped() {
-        queue.sync {}
-        while pendingCount > 0 { queue.sync {} }
+        worker.waitUntilIdle()
+        while pendingCount > 0 { worker.waitUntilIdle() }
     }
 }

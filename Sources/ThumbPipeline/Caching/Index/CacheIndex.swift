@@ -131,6 +131,7 @@ package final class CacheIndex: @unchecked Sendable {
             state.lock?.release()
             state.lock = nil
         }
+        reaper.finishInBackground()
     }
 
     /// Where a thumbnail of this digest and format lives, relative to the folder.

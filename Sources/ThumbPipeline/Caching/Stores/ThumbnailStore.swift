@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Synchronization
 package import ThumbImaging
 import ThumbSystem
@@ -25,6 +24,8 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
     private let temporaryCounter = Atomic<Int>(0)
     /// Digests being written again in the background (`storeInBackground`).
     let restoring = Mutex<Set<String>>([])
+    /// Where `storeInBackground` writes, one thumbnail at a time.
+    let rewrites = SerialWorker(name: "thumbd-rewrite")
 
     package init(index: CacheIndex) {
         self.index = index
@@ -41,7 +42,10 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
     package var statistics: (bytes: Int, entries: Int) { index.statistics }
 
     /// Closes its index (see `CacheIndex.close`).
-    package func close() { index.close() }
+    package func close() {
+        index.close()
+        rewrites.close(joining: false)
+    }
 
     /// Where the thumbnail for `key` in `format` lives (whether or not it is cached).
     package func filePath(for key: CacheKey, format: ImageFormat) -> String {
@@ -320,7 +324,7 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
     func storeInBackground(_ thumbnail: CachedThumbnail, stored: @escaping @Sendable (CachedThumbnail) -> Void) {
         let digest = thumbnail.key.digest
         guard restoring.withLock({ $0.count < 64 && $0.insert(digest).inserted }) else { return }
-        DispatchQueue.global(qos: .utility).async { [self] in
+        rewrites.submit { [self] in
             defer { _ = restoring.withLock { $0.remove(digest) } }
             var copy = thumbnail
             copy.filePath = filePath(for: copy.key, format: copy.format)
