@@ -1,7 +1,8 @@
 /// What a failure means to each consumer: the one table. HTTP answers, `thumbd` exit codes,
 /// batch verdicts and negative-cache records all read it, so they cannot disagree.
 package struct FailureDisposition: Sendable, Equatable {
-    package var httpStatus: Int
+    /// What kind of answer it is; ThumbServer says it as an HTTP status.
+    package var answer: FailureAnswer
     /// The `error` field of the JSON body.
     package var code: String
     /// sysexits.h status for one-shot commands.
@@ -12,6 +13,25 @@ package struct FailureDisposition: Sendable, Equatable {
     package var retryAfterSeconds: Int? = nil
     /// What the disk cache remembers for this version of the asset, if anything.
     package var negativeRecord: NegativeRecord? = nil
+}
+
+/// What kind of answer a failure is, in no transport's words: the pipeline knows no HTTP
+/// (ThumbServer's `FailureAnswer.httpStatus` says each in a status).
+package enum FailureAnswer: Sendable, Equatable, CaseIterable {
+    /// The request lost its slot to a newer one, or its token is out of reach.
+    case conflict
+    /// Over the caller's fair share: ask again after a pause.
+    case tooManyRequests
+    case notFound
+    case forbidden
+    /// The file is no image thumbd reads.
+    case unsupportedContent
+    /// The source or the output is over a limit.
+    case tooLarge
+    /// thumbd's or the host's trouble.
+    case failed
+    /// Not now: ask again (the disposition says when).
+    case unavailable
 }
 
 /// A failure remembered per asset version, stored as its raw value in SQLite.
@@ -42,35 +62,35 @@ extension ThumbFailure {
     package var disposition: FailureDisposition {
         typealias D = FailureDisposition
         return switch self {
-        case .superseded: D(httpStatus: 409, code: "superseded", exitCode: SysExit.temporaryFailure, isPermanent: false)
-        case .cancelled: D(httpStatus: 409, code: "cancelled", exitCode: SysExit.temporaryFailure, isPermanent: false)
-        case .tokenTooFar: D(httpStatus: 409, code: "tokenTooFar", exitCode: SysExit.usage, isPermanent: true)
-        case .fairShare(let seconds, _): D(httpStatus: 429, code: "tooManyRequests", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .superseded: D(answer: .conflict, code: "superseded", exitCode: SysExit.temporaryFailure, isPermanent: false)
+        case .cancelled: D(answer: .conflict, code: "cancelled", exitCode: SysExit.temporaryFailure, isPermanent: false)
+        case .tokenTooFar: D(answer: .conflict, code: "tokenTooFar", exitCode: SysExit.usage, isPermanent: true)
+        case .fairShare(let seconds, _): D(answer: .tooManyRequests, code: "tooManyRequests", exitCode: SysExit.temporaryFailure, isPermanent: false,
                                            retryAfterSeconds: max(1, seconds))
-        case .notFound: D(httpStatus: 404, code: "notFound", exitCode: SysExit.noInput, isPermanent: true)
-        case .forbidden: D(httpStatus: 403, code: "forbidden", exitCode: SysExit.dataError, isPermanent: true)
-        case .permissionDenied: D(httpStatus: 403, code: "permissionDenied", exitCode: SysExit.noPermission, isPermanent: true)
-        case .assetChanging: D(httpStatus: 503, code: "assetChanging", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .notFound: D(answer: .notFound, code: "notFound", exitCode: SysExit.noInput, isPermanent: true)
+        case .forbidden: D(answer: .forbidden, code: "forbidden", exitCode: SysExit.dataError, isPermanent: true)
+        case .permissionDenied: D(answer: .forbidden, code: "permissionDenied", exitCode: SysExit.noPermission, isPermanent: true)
+        case .assetChanging: D(answer: .unavailable, code: "assetChanging", exitCode: SysExit.temporaryFailure, isPermanent: false,
                                retryAfterSeconds: 1)
-        case .unreadable: D(httpStatus: 500, code: "unreadable", exitCode: SysExit.ioError, isPermanent: false)
-        case .undecodable: D(httpStatus: 415, code: "undecodable", exitCode: SysExit.dataError, isPermanent: true,
+        case .unreadable: D(answer: .failed, code: "unreadable", exitCode: SysExit.ioError, isPermanent: false)
+        case .undecodable: D(answer: .unsupportedContent, code: "undecodable", exitCode: SysExit.dataError, isPermanent: true,
                              negativeRecord: .undecodable)
-        case .tooLarge: D(httpStatus: 413, code: "tooLarge", exitCode: SysExit.dataError, isPermanent: true, negativeRecord: .tooLarge)
-        case .outputTooLarge: D(httpStatus: 413, code: "outputTooLarge", exitCode: SysExit.dataError, isPermanent: true)
-        case .notStored: D(httpStatus: 503, code: "notStored", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .tooLarge: D(answer: .tooLarge, code: "tooLarge", exitCode: SysExit.dataError, isPermanent: true, negativeRecord: .tooLarge)
+        case .outputTooLarge: D(answer: .tooLarge, code: "outputTooLarge", exitCode: SysExit.dataError, isPermanent: true)
+        case .notStored: D(answer: .unavailable, code: "notStored", exitCode: SysExit.temporaryFailure, isPermanent: false,
                            retryAfterSeconds: 1)
-        case .encodingFailed: D(httpStatus: 500, code: "encodingFailed", exitCode: SysExit.software, isPermanent: false)
+        case .encodingFailed: D(answer: .failed, code: "encodingFailed", exitCode: SysExit.software, isPermanent: false)
         // Not permanent for a batch: the job is delivered again (and meets the negative entry)
         // until the queue's own delivery bound dead-letters it.
-        case .renderCrashed: D(httpStatus: 500, code: "renderCrashed", exitCode: SysExit.software, isPermanent: false,
+        case .renderCrashed: D(answer: .failed, code: "renderCrashed", exitCode: SysExit.software, isPermanent: false,
                                negativeRecord: .renderCrashed)
-        case .renderTimedOut: D(httpStatus: 500, code: "renderTimedOut", exitCode: SysExit.software, isPermanent: false,
+        case .renderTimedOut: D(answer: .failed, code: "renderTimedOut", exitCode: SysExit.software, isPermanent: false,
                                 negativeRecord: .renderTimedOut)
-        case .rendererUnavailable: D(httpStatus: 503, code: "rendererUnavailable", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .rendererUnavailable: D(answer: .unavailable, code: "rendererUnavailable", exitCode: SysExit.temporaryFailure, isPermanent: false,
                                      retryAfterSeconds: 1)
-        case .overloaded: D(httpStatus: 503, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .overloaded: D(answer: .unavailable, code: "overloaded", exitCode: SysExit.temporaryFailure, isPermanent: false,
                             retryAfterSeconds: 1)
-        case .shuttingDown: D(httpStatus: 503, code: "shuttingDown", exitCode: SysExit.temporaryFailure, isPermanent: false,
+        case .shuttingDown: D(answer: .unavailable, code: "shuttingDown", exitCode: SysExit.temporaryFailure, isPermanent: false,
                               retryAfterSeconds: 5)
         }
     }
