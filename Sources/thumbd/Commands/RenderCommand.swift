@@ -1,7 +1,7 @@
-import Dispatch
 import Synchronization
 import ThumbImaging
 import ThumbPipeline
+import ThumbSystem
 import ThumbWorker
 
 /// `thumbd render`: one-shot thumbnails of files, in parallel across the cores.
@@ -106,7 +106,7 @@ struct RenderCommand: ThumbdCommand {
                                                             counters: WorkerRestartCounters()) }
             : []
         let renderSeconds = config.service.renderSeconds
-        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+        let runLane: @Sendable (Int) -> Void = { lane in
             while true {
                 let next: Int = work.withLock { next in
                     defer { next += 1 }
@@ -130,6 +130,13 @@ struct RenderCommand: ThumbdCommand {
                 }
             }
         }
+        // Lane 0 on this thread, the others on threads of their own (the house's helper); a lane
+        // whose thread cannot start leaves its inputs to the others (they take from one counter).
+        let threads = (1..<max(lanes, 1)).compactMap { lane in
+            try? LongLivedThread.start(name: "thumbd-lane-\(lane)") { runLane(lane) }
+        }
+        if lanes > 0 { runLane(0) }
+        for thread in threads { thread.join() }
         for supervisor in supervisors { supervisor.shutdown() }
         var lastFailure: String?
         for index in 0..<total {
