@@ -10,7 +10,9 @@ package final class SerialWorker: Sendable {
     /// worker alive).
     private final class Line: Sendable {
         struct State {
-            var items: [@Sendable () -> Void] = []
+            /// Items run are set to nil at once: what they captured (a thumbnail's bytes) is not
+            /// kept until the line empties.
+            var items: [(@Sendable () -> Void)?] = []
             /// The index of the next item of `items` (popped from the front without moving the rest).
             var next = 0
             var running = false
@@ -47,6 +49,7 @@ package final class SerialWorker: Sendable {
             while let work = state.wait(until: { $0.hasPending || $0.closed }, then: { state -> (@Sendable () -> Void)? in
                 guard state.hasPending else { return nil }
                 let work = state.items[state.next]
+                state.items[state.next] = nil
                 state.next += 1
                 if state.next == state.items.count {
                     state.items.removeAll(keepingCapacity: true)

@@ -23,13 +23,13 @@ package final class FocusStore: FocusKeeping {
     /// The asset's focus, or nil when it has none (or the index is closed).
     package func focus(ofAsset assetPath: String) -> FocusRegion? {
         if let loaded = mirror.withLock({ $0.map { $0[assetPath] } }) { return loaded }
-        return index.state.withLock { state in loadFocusMemo(&state)[assetPath] }
+        return index.state.withLock { state in loadedMirror(&state)[assetPath] }
     }
 
     /// How many assets have a focus.
     package var count: Int {
         if let count = mirror.withLock({ $0?.count }) { return count }
-        return index.state.withLock { state in loadFocusMemo(&state).count }
+        return index.state.withLock { state in loadedMirror(&state).count }
     }
 
     /// Stores the asset's focus (replacing any) and, in the same transaction, drops its cached
@@ -58,7 +58,7 @@ package final class FocusStore: FocusKeeping {
     /// none at all (no transaction either) when none of them has — the usual case.
     package func removeFocus(ofAssets assetPaths: [String]) {
         index.state.withLock { state in
-            let memo = loadFocusMemo(&state)
+            let memo = loadedMirror(&state)
             let having = assetPaths.filter { memo[$0] != nil }
             guard !having.isEmpty, let database = state.database else { return }
             do throws(SQLiteError) {
@@ -80,7 +80,7 @@ package final class FocusStore: FocusKeeping {
         while prefix.hasSuffix("/") { prefix = prefix.dropLast() }
         let inside: (String) -> Bool = { prefix.isEmpty || $0.hasPrefix(prefix + "/") }
         index.state.withLock { state in
-            guard loadFocusMemo(&state).keys.contains(where: inside), let database = state.database else { return }
+            guard loadedMirror(&state).keys.contains(where: inside), let database = state.database else { return }
             do throws(SQLiteError) {
                 try database.execute("DELETE FROM focus WHERE \(condition)", bounds)
             } catch {
@@ -93,14 +93,14 @@ package final class FocusStore: FocusKeeping {
 
     /// Every asset path with a focus (the start-up reconcile checks they still exist).
     package func assetPathsWithFocus() -> [String] {
-        index.state.withLock { state in loadFocusMemo(&state).keys.sorted() }
+        index.state.withLock { state in loadedMirror(&state).keys.sorted() }
     }
 
     /// One change of the focus table and the asset's focus-cropped rows, in one transaction.
     private func changeFocus(of assetPath: String, operation: String, _ change: (SQLiteDatabase) throws(SQLiteError) -> Bool,
                              memo: (inout [String: FocusRegion]) -> Void) throws(CacheError) -> (changed: Bool, dropped: Int) {
         try index.state.withLock { (state: inout CacheIndex.State) throws(CacheError) -> (changed: Bool, dropped: Int) in
-            _ = loadFocusMemo(&state)
+            _ = loadedMirror(&state)
             guard let database = state.database else { throw CacheError(operation: operation, reason: "the cache is closed") }
             var files: [(relative: String, size: Int)] = []
             var changed = false
@@ -128,7 +128,7 @@ package final class FocusStore: FocusKeeping {
 
     /// The mirror, loaded from the index if it was not yet (with the index's lock held). A
     /// row that breaks `FocusRegion`'s ranges (edited by hand) is left out: no crop trusts it.
-    private func loadFocusMemo(_ state: inout CacheIndex.State) -> [String: FocusRegion] {
+    private func loadedMirror(_ state: inout CacheIndex.State) -> [String: FocusRegion] {
         if let loaded = mirror.withLock({ $0 }) { return loaded }
         guard let database = state.database else { return [:] }
         var regions: [String: FocusRegion] = [:]
