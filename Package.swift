@@ -47,8 +47,11 @@ let package = Package(
         .target(name: "CThumbHTTP", dependencies: ["CMicroHTTPD"]),
         .target(name: "ThumbServer", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "ThumbBatch", "ThumbAccess", "CThumbHTTP", "CMicroHTTPD", "CSystemd"],
                 // The API's contract, served at GET /v1/openapi.yaml: docs/openapi.yaml (a link to it
-                // here, where SwiftPM takes resources from) compiled in as bytes.
-                resources: [.embedInCode("openapi.yaml")], swiftSettings: internalImports),
+                // here, where SwiftPM takes resources from) compiled in as bytes; and the files it
+                // serves to browsers (Web/: the cells library and the operator console).
+                resources: [.embedInCode("openapi.yaml"), .embedInCode("Web/thumbd-cells.js"), .embedInCode("Web/console.html"),
+                            .embedInCode("Web/console.js"), .embedInCode("Web/console-charts.js"), .embedInCode("Web/console.css")],
+                swiftSettings: internalImports),
         .target(name: "ThumbBatch", dependencies: ["ThumbSystem", "ThumbPipeline", "ThumbConfiguration", "ThumbImaging", "CHiredis"], swiftSettings: internalImports),
         .executableTarget(name: "thumbd", dependencies: ["ThumbSystem", "ThumbWorker", "ThumbImaging", "ThumbPipeline", "ThumbConfiguration", "ThumbServer", "ThumbBatch",
                                                          "ThumbAccess"]),

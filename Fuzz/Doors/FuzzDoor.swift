@@ -17,6 +17,10 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case placeholdersBody = "placeholders-body"
     /// The body of `PUT /v1/assets/{path}/focus`.
     case focusBody = "focus-body"
+    /// The query of `GET /v1/assets` (`prefix=&after=&limit=`), as the URL's query text.
+    case assetList = "asset-list"
+    /// The body of `POST /v1/signatures`.
+    case signaturesBody = "signatures-body"
     /// A line of a jobs file (or a spool job file).
     case jobLine = "job-line"
     /// The fields of a Redis Streams message, one per line: name, value, name, value…
@@ -43,6 +47,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .prefetchBody: HTTPDoors.prefetch(body: bytes)
         case .placeholdersBody: HTTPDoors.placeholders(body: bytes)
         case .focusBody: HTTPDoors.focus(body: bytes)
+        case .assetList: HTTPDoors.assetList(query: FuzzText.string(bytes))
+        case .signaturesBody: HTTPDoors.signatures(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
         case .jpeg, .png, .gif, .heif, .webp: ImageDoors.thumbnails(of: bytes)

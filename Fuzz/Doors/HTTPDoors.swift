@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ThumbAccess
 import ThumbImaging
 import ThumbPipeline
 import ThumbServer
@@ -58,6 +59,51 @@ enum HTTPDoors {
         FuzzServer.withAPI { api in
             answer(HTTPRequest(method: "PUT", path: "/v1/assets/a.jpg/focus", headers: ["content-type": "application/json"], body: body),
                    by: api)
+        }
+    }
+
+    /// The listing's query (`a=b&c=d`, as sent): an accepted call is within its bounds; then the
+    /// same query through the API, as a client and as an anonymous TCP caller (refused by role).
+    static func assetList(query text: String) {
+        var query: [String: String] = [:]
+        for item in text.split(separator: "&", omittingEmptySubsequences: false).prefix(16) {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            query[cString(parts[0])] = parts.count > 1 ? cString(parts[1]) : ""
+        }
+        if let call = try? AssetListCall.parse(query: query) {
+            precondition((1...AssetListCall.maxLimit).contains(call.limit), "limit \(call.limit) accepted")
+            precondition(call.prefix.utf8.count <= PipelineRequest.maxAssetPathBytes && call.after.utf8.count <= PipelineRequest.maxAssetPathBytes)
+            precondition(!call.prefix.utf8.contains(0) && !call.after.utf8.contains(0), "a NUL accepted")
+        }
+        FuzzServer.withAPI { api in
+            answer(HTTPRequest(method: "GET", path: "/v1/assets", query: query), by: api)
+            var anonymous = HTTPRequest(method: "GET", path: "/v1/assets", query: query, headers: ["host": "127.0.0.1"])
+            anonymous.caller = caller("tcp")
+            answer(anonymous, by: api)
+        }
+    }
+
+    /// The signatures body: an accepted call is within its bounds, and every URL it asks for,
+    /// signed with the fuzz key, verifies as the thumbnail door will check it (fields as given).
+    static func signatures(body: [UInt8]) {
+        if let call = try? SignaturesCall.parse(body: body) {
+            precondition((1...SignaturesCall.maxURLs).contains(call.urls.count), "\(call.urls.count) URLs accepted")
+            precondition(call.expiresInSeconds.map { (1...SignaturesCall.maxExpiresInSeconds).contains($0) } ?? true)
+            let key = URLSignature.Key(id: "k1", secret: [UInt8](repeating: 0x11, count: 32))
+            for wanted in call.urls.prefix(32) {
+                precondition((1...256).contains(wanted.kind.utf8.count) && (1...PipelineRequest.maxAssetPathBytes).contains(wanted.asset.utf8.count))
+                let fields = URLSignature.Fields(kind: wanted.kind, assetPath: wanted.asset, scale: wanted.scale.map(String.init),
+                                                 format: wanted.format, expires: "1900000000")
+                guard let signature = URLSignature.signature(fields, key: key) else {
+                    preconditionFailure("an accepted URL cannot be signed: \(wanted)")
+                }
+                guard case .success = URLSignature.verify(fields, keyID: "k1", signature: signature, keys: [key], now: 1_800_000_000) else {
+                    preconditionFailure("a URL signed here does not verify: \(wanted)")
+                }
+            }
+        }
+        FuzzServer.withAPI { api in
+            answer(HTTPRequest(method: "POST", path: "/v1/signatures", headers: ["content-type": "application/json"], body: body), by: api)
         }
     }
 

@@ -58,6 +58,11 @@ package struct AccessSettings: Sendable, Equatable {
 
     /// Unix-socket peers get this role unless a user or group rule says otherwise.
     package var socketRole = Role.client
+    /// `public` callers may name slots (`client`, `slot`, `token`) and release them: pages behind
+    /// a proxy run `thumbd-cells.js` through it. Off by default: every page behind one proxy
+    /// shares its principal, so slots are kept apart only by the pages' random client ids, and a
+    /// hostile page can fill the slot table (bounded by `maxSlots`; new slots are then 503).
+    package var publicSlots = false
     /// Members of this group (primary or supplementary) are operators; root always is.
     package var operatorGroup: String?
     /// Roles by user name and by group name (a user's rule wins over its groups').

@@ -119,6 +119,41 @@ package enum URLSignature {
         canonical(fields, keyID: key.id).map { Base64URL.encode(key.mac.authenticate($0)) }
     }
 
+    /// The signed URL's path and query: `/v1/thumbnails/{kind}/{asset}?[scale=&][format=&][expires=&]key=&sig=`.
+    /// nil when a field cannot be signed (a line break where none may be).
+    package static func signedPath(_ fields: Fields, key: Key) -> String? {
+        signature(fields, key: key).map { signedPath(fields, key: key, signature: $0) }
+    }
+
+    package static func signedPath(_ fields: Fields, key: Key, signature: String) -> String {
+        var query: [(String, String)] = []
+        if let scale = fields.scale { query.append(("scale", scale)) }
+        if let format = fields.format { query.append(("format", format)) }
+        if let expires = fields.expires { query.append(("expires", expires)) }
+        query += [("key", key.id), ("sig", signature)]
+        let path = "/v1/thumbnails/" + escaped(fields.kind, keepSlash: false) + "/" + escaped(fields.assetPath, keepSlash: true)
+        return path + "?" + query.map { "\($0.0)=\(escaped($0.1, keepSlash: false))" }.joined(separator: "&")
+    }
+
+    /// RFC 3986 unreserved bytes as they are, every other byte %XX (and `/` too unless kept).
+    static func escaped(_ text: String, keepSlash: Bool) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            case UInt8(ascii: "/") where keepSlash:
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Checks `sig` and `key` (as sent, decoded) against the keys held, at `now` (Unix seconds).
     /// The signature is compared in constant time: the time taken does not tell how much of a
     /// forged one matched.

@@ -5,7 +5,7 @@ extension ThumbConfig {
     /// files named are read when the daemon starts.
     static func parseAccess(_ access: JSONFields, folder: String) throws(ConfigError) -> AccessSettings {
         try access.allowOnly(["socketRole", "operatorGroup", "users", "groups", "tokens", "signingKeys", "signatures",
-                              "hosts", "allowedOrigins", "fairShare"])
+                              "hosts", "allowedOrigins", "fairShare", "publicSlots"])
         var settings = AccessSettings()
         func role(_ fields: JSONFields, _ key: String) throws(ConfigError) -> Role? {
             guard let name = try fields.string(key) else { return nil }
@@ -22,6 +22,7 @@ extension ThumbConfig {
             return roles
         }
         if let socketRole = try role(access, "socketRole") { settings.socketRole = socketRole }
+        if let publicSlots = try access.bool("publicSlots") { settings.publicSlots = publicSlots }
         if let group = try access.string("operatorGroup") {
             guard (1...64).contains(group.utf8.count) else { throw access.fail("operatorGroup", "a group name is 1 to 64 bytes") }
             settings.operatorGroup = group

@@ -1,4 +1,4 @@
-import ThumbImaging
+package import ThumbImaging
 import ThumbPipeline
 import ThumbWorker
 
@@ -21,5 +21,13 @@ extension PipelineConfiguration {
         tuning = config.shrinkTuning
         renderSeconds = config.service.renderSeconds
         worker = config.service.sandbox ? .thumbd(memoryLimitBytes: config.service.workerMemoryBytes) : nil
+        attentionPlaced = Self.attentionPlaced(config.catalog)
+    }
+
+    /// Every scale of the catalog's kinds whose crop attention places (`attention`, or `focus`
+    /// for assets without one): `attentionPlaced`.
+    package static func attentionPlaced(_ catalog: SlotCatalog) -> [(kind: SlotKind, scale: Int)] {
+        catalog.kinds.values.filter { $0.mode == .fill && ($0.crop == .attention || $0.crop == .focus) }
+            .sorted { $0.name < $1.name }.flatMap { kind in kind.scales.map { (kind, $0) } }
     }
 }

@@ -76,6 +76,11 @@ extension ThumbConfig {
             // A fit shows the whole image: a crop mode on it would be silently meaningless.
             guard parsed == .centre || kind.mode == .fill else { throw fields.fail("crop", "applies to mode 'fill' only") }
             kind.crop = parsed
+        } else if kind.mode == .fill, kind.hasVisibleMask {
+            // A masked cell (the circle avatar, the rounded product image) hides its corners:
+            // a centred crop there cuts the subject more often than anywhere, and attention keeps
+            // it where the geometry allows (Benchmarks: crop-bench). An explicit "crop" wins.
+            kind.crop = .attention
         }
         kind.upscale = try fields.bool("upscale") ?? false
         kind.pregenerate = try fields.bool("pregenerate") ?? false

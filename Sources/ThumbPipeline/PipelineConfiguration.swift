@@ -28,6 +28,11 @@ package struct PipelineConfiguration: Sendable {
     package var tuning = ShrinkPlan.Tuning()
     /// Kinds (and scales) pre-rendered when an asset appears or changes.
     package var pregenerated: [(kind: SlotKind, scale: Int)] = []
+    /// Kinds (and scales) whose crops attention places (`crop` attention, or focus without one):
+    /// a decode no client waits on (a pre-render, a prefetch) places every shape of these its
+    /// version has no place for yet, so that no client's first request of them reads the whole
+    /// frame to place it (`GroupRender.decodeOrder`).
+    package var attentionPlaced: [(kind: SlotKind, scale: Int)] = []
     /// Fling debounce, seconds: a request that takes over a cell whose previous request was
     /// still pending (the cell was reused before its image arrived: the list is flinging)
     /// waits this long before it may start, so a cell that is reused again meanwhile costs

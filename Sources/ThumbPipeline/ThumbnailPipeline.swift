@@ -84,7 +84,8 @@ package final class ThumbnailPipeline: Sendable {
         follower = AssetFollower(assets: assets, stores: stores, memory: memory, configuration: configuration, backlog: backlog,
                                  startup: startup)
         makeRenderer = renderers ?? Self.defaultRenderer(configuration, counters: workerCounters)
-        groupRender = GroupRender(opener: opener?(assets) ?? assets, stores: stores, memory: memory)
+        groupRender = GroupRender(opener: opener?(assets) ?? assets, stores: stores, memory: memory,
+                                  attentionPlaced: configuration.attentionPlaced)
         follower.scheduler.bind(self)
         placeholders.pipeline.bind(self)
         if startsWorkers { try startWorkers() }

@@ -46,6 +46,12 @@ package enum APIRequest: Sendable {
     case cacheStatistics
     /// `DELETE /v1/cache?asset=|prefix=`.
     case purgeCache(CachePurgeCall)
+    /// `GET /v1/assets?prefix=&after=&limit=`.
+    case listAssets(AssetListCall)
+    /// `POST /v1/signatures`.
+    case signatures(SignaturesCall)
+    /// `GET /v1/thumbd-cells.js`, `/console` and its files.
+    case webFile(WebFile)
 
     /// Longest prefetch id in `DELETE /v1/prefetch/{id}`, bytes.
     package static let maxPrefetchIDBytes = 256
@@ -112,6 +118,13 @@ package enum APIRequest: Sendable {
         case ("POST", "placeholders"):
             return .placeholders(try PlaceholdersCall.parse(body: request.body))
         case ("GET", "kinds"): return .kinds
+        case ("GET", "assetList"): return .listAssets(try AssetListCall.parse(query: request.query))
+        case ("POST", "signatures"): return .signatures(try SignaturesCall.parse(body: request.body))
+        case ("GET", "cells"), ("GET", "console"):
+            guard let file = WebFile.all[request.path] else {
+                throw APIError(404, "notFound", "no route for \(DisplayText.truncated(request.path))")
+            }
+            return .webFile(file)
         case ("GET", "assets"), ("PUT", "assets"), ("DELETE", "assets"): return .focus(try FocusCall.parse(request, method: method))
         case ("GET", "healthz"): return .health
         case ("GET", "readyz"): return .ready

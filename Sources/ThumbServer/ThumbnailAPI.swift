@@ -127,6 +127,12 @@ package final class ThumbnailAPI: Sendable {
             answer(cacheStatistics())
         case .success(.purgeCache(let call)):
             answer(purgeCache(call))
+        case .success(.listAssets(let call)):
+            answer(assetList(call))
+        case .success(.signatures(let call)):
+            answer(signatures(call))
+        case .success(.webFile(let file)):
+            answer(file.response(ifNoneMatch: request.headers["if-none-match"]))
         }
     }
 
@@ -155,7 +161,11 @@ package final class ThumbnailAPI: Sendable {
         if path == "/v1/prefetch" || path.hasPrefix("/v1/prefetch/") { return "prefetch" }
         if path == "/v1/kinds" { return "kinds" }
         if path == "/v1/placeholders" { return "placeholders" }
+        if path == "/v1/assets" { return "assetList" }
         if path.hasPrefix(FocusCall.prefix) { return "assets" }
+        if path == "/v1/signatures" { return "signatures" }
+        if path == WebFile.cellsPath { return "cells" }
+        if path == WebFile.consolePrefix || path.hasPrefix(WebFile.consolePrefix + "/") { return "console" }
         if path == "/healthz" { return "healthz" }
         if path == "/readyz" { return "readyz" }
         if path == "/metrics" { return "metrics" }
@@ -168,7 +178,8 @@ package final class ThumbnailAPI: Sendable {
     /// this list in `Allow`, checked before the route's own shape.
     static func allowedMethods(route: String, path: String) -> [String] {
         switch route {
-        case "thumbnails", "kinds", "healthz", "readyz", "metrics", "openapi": ["GET", "HEAD"]
+        case "thumbnails", "kinds", "healthz", "readyz", "metrics", "openapi", "assetList", "cells", "console": ["GET", "HEAD"]
+        case "signatures": ["POST"]
         case "slots": ["DELETE"]
         case "prefetch": path == "/v1/prefetch" ? ["POST"] : ["DELETE"]
         case "placeholders": ["GET", "HEAD", "POST"]

@@ -12,8 +12,13 @@ struct CropConfigTests {
         return try #require(config.catalog.kinds["k"])
     }
 
-    @Test("crop: centre (the default, and 'center'), attention, focus", arguments: [
+    @Test("crop: centre (the default, and 'center'), attention (the default of masked fills), focus", arguments: [
         (#""mode": "fill""#, SlotKind.CropMode.centre),
+        (#""mode": "fill", "mask": "circle""#, .attention),
+        (#""mode": "fill", "cornerRadius": 8"#, .attention),
+        (#""mode": "fill", "cornerRadius": 0"#, .centre),
+        (#""mode": "fill", "mask": "circle", "crop": "centre""#, .centre),
+        (#""mode": "fit", "mask": "circle""#, .centre),
         (#""mode": "fill", "crop": "centre""#, .centre),
         (#""mode": "fill", "crop": "center""#, .centre),
         (#""mode": "fill", "crop": "attention""#, .attention),

@@ -59,6 +59,7 @@ extension ThumbnailStore {
     var failures: FailureStore { FailureStore(index: index) }
     var placeholders: PlaceholderStore { PlaceholderStore(index: index) }
     var focus: FocusStore { FocusStore(index: index) }
+    var listing: AssetListStore { AssetListStore(index: index) }
     var backlog: BacklogStore { BacklogStore(index: index) }
 }
 

@@ -116,7 +116,7 @@ extension ThumbnailStore {
         #expect(reopened.thumbnail(for: key)?.crop == crop)
     }
 
-    @Test("an index of schema 3 opens as 5: its thumbnails kept (crop unknown), focus and placeholders usable")
+    @Test("an index of schema 3 opens as 6: its thumbnails kept (crop unknown), focus and placeholders usable")
     func schema3Upgrade() throws {
         let keys = ["a.jpg", "b.jpg"].map { DiskCacheFixture.key($0) }
         do {
@@ -130,7 +130,7 @@ extension ThumbnailStore {
             cache.close()
         }
         let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
-        #expect(try cache.scalarForTesting("PRAGMA user_version") == 5)
+        #expect(try cache.scalarForTesting("PRAGMA user_version") == 6)
         #expect(cache.statistics == (bytes: 200, entries: 2))
         for key in keys {
             let thumbnail = try #require(cache.thumbnail(for: key), "\(key.assetPath) lost in the upgrade")

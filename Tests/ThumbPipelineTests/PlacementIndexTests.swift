@@ -45,7 +45,7 @@ import ThumbImaging
         #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [])
     }
 
-    @Test("an index of schema 4 opens as 5 with its placeholders kept (also one relabelled 4 that has the column)",
+    @Test("an index of schema 4 opens as 6 with its placeholders kept (also one relabelled 4 that has the column)",
           arguments: [true, false])
     func schema4Upgrade(dropsColumn: Bool) throws {
         let fixture = try DiskCacheFixture()
@@ -58,7 +58,7 @@ import ThumbImaging
         }
         let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 20)
         defer { cache.close() }
-        #expect(try cache.scalarForTesting("PRAGMA user_version") == 5)
+        #expect(try cache.scalarForTesting("PRAGMA user_version") == 6)
         #expect(cache.placeholders.placeholder(of: version) == Self.placeholder)
         cache.placeholders.addPlacements([Self.placement("96x96c", 0.5, 0.5)], of: version)
         #expect(cache.placeholders.stored(ofAssets: ["a.jpg"])["a.jpg"]?.placements == [Self.placement("96x96c", 0.5, 0.5)])
@@ -102,5 +102,35 @@ import ThumbImaging
         let shapes = pipeline.stores.placeholders.stored(ofAssets: [asset])[asset]?.placements.map(\.shape)
         #expect(shapes == ["a1:144x144c", "a1:96x96c"])
         #expect(pipeline.metrics.placeholdersComputed == 1)
+    }
+
+    @Test("a pre-render places every configured attention shape at the version's first decode; a client's first request of one then crops there")
+    func prerenderPlacesEveryShape() async throws {
+        let pipeline = try fixture.pipeline { $0.attentionPlaced = [(Self.avatar, 2), (Self.avatar, 3)] }
+        defer { pipeline.shutdown() }
+        let asset = "img0.jpg"
+        #expect(pipeline.prerender(assetPath: asset, kind: PipelineFixture.large, scale: 1, priority: .batch))
+        var row: StoredPlaceholder?
+        for _ in 0..<400 where row?.placements.count != 2 {
+            try await Task.sleep(for: .milliseconds(25))
+            row = pipeline.stores.placeholders.stored(ofAssets: [asset])[asset]
+        }
+        let placements = try #require(row?.placements)
+        #expect(Set(placements.map(\.shape)) == ["a1:144x144c", "a1:96x96c"], "\(placements)")
+        // Only the pre-rendered kind was kept: the avatar's thumbnails were made to place, not to serve.
+        #expect(pipeline.cacheStatistics.disk.entries == 1)
+        // The first visible request of the avatar crops where the pre-render placed it.
+        let version = try pipeline.assets.resolve(asset).version
+        let placed = try #require(placements.first { $0.shape == "a1:144x144c" })
+        PlaceholderStore(index: pipeline.stores.index).removeForTesting(of: asset)
+        pipeline.stores.placeholders.store(try #require(row?.placeholder), placements: [PlacementIndexTests.placement("a1:144x144c", 0, 0.5)],
+                                           of: version)
+        let served = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 3, format: .jpeg)).result.get()
+        #expect(served.crop?.x == 0, "the index's place, not a new one: \(String(describing: served.crop))")
+        #expect(placed.centre.x > 0.05, "attention put the crop at the left edge: the check above proves nothing")
+        // A decode a client waits on places nothing beside its own request.
+        let other = "img5.jpg"
+        _ = try await pipeline.thumbnail(.init(assetPath: other, kind: PipelineFixture.large, scale: 1)).result.get()
+        #expect(pipeline.stores.placeholders.stored(ofAssets: [other])[other]?.placements ?? [] == [])
     }
 }

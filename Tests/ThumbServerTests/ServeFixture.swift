@@ -55,9 +55,11 @@ final class ServeDaemon: @unchecked Sendable {
     var logPath: String { directory + "/stderr.log" }
     private(set) var child: ChildProcess?
 
-    /// Kinds like Samples/thumbd.json's, none pre-generated (so only requests render).
+    /// Kinds like Samples/thumbd.json's, none pre-generated (so only requests render); the avatar
+    /// cropped at the centre, as the tests that compare its crop expect (attention is the default
+    /// of masked kinds: CropConfigTests).
     static var kinds: [String: Any] { [
-        "contact-avatar": ["width": 48, "height": 48, "scales": [2, 3], "mode": "fill", "mask": "circle"],
+        "contact-avatar": ["width": 48, "height": 48, "scales": [2, 3], "mode": "fill", "mask": "circle", "crop": "centre"],
         "normal": ["width": 128, "height": 128, "mode": "fit"],
         "large": ["width": 256, "height": 256, "mode": "fit"],
         "x-large": ["width": 512, "height": 512, "mode": "fit"],

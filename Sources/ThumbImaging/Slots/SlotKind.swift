@@ -87,3 +87,14 @@ package struct GridLayout: Sendable, Equatable {
         return (available / Double(columns)).rounded(.down)
     }
 }
+
+extension SlotKind {
+    /// A mask that hides part of the slot: a circle, or corners rounded by more than nothing.
+    package var hasVisibleMask: Bool {
+        switch mask {
+        case .none: false
+        case .circle: true
+        case .cornerRadius(let points): points > 0
+        }
+    }
+}

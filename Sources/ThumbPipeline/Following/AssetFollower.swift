@@ -74,14 +74,17 @@ final class AssetFollower: Sendable {
             // Older versions' thumbnails can never be served (the key holds the version);
             // dropping them frees their space now, not at eviction.
             invalidate(assetPath: path)
+            stores.listing.add([path])
             enqueuePrerenders([path])
         case .removed(let path):
             invalidate(assetPath: path)
             stores.focus.removeFocus(ofAssets: [path])
+            stores.listing.remove([path])
         case .removedFolder(let folder):
             // The folder's rows only (a range of the index), dropped in one transaction.
             for path in stores.thumbnails.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
             stores.focus.removeFocus(under: folder)
+            stores.listing.remove(under: folder)
         case .rescan:
             reconcileInBackground()
         }
@@ -136,6 +139,7 @@ final class AssetFollower: Sendable {
         var rootUnreadable = false
         var indexed = IndexedAssetStream(index: stores.index)
         var queued: [String] = []
+        var seen: [String] = []
         var checked = 0
         func isUncertain(_ path: String) -> Bool {
             if rootUnreadable || unreadable.contains(path) { return true }
@@ -147,7 +151,10 @@ final class AssetFollower: Sendable {
             return false
         }
         func gone(_ path: String) {
-            if !isUncertain(path) && !isAssetNow(path) { invalidate(assetPath: path) }
+            if !isUncertain(path) && !isAssetNow(path) {
+                invalidate(assetPath: path)
+                stores.listing.remove([path])
+            }
         }
         let completed = AssetScanner.walkSorted(assets) { failure in
             if failure.path.isEmpty { rootUnreadable = true } else { unreadable.insert(failure.path) }
@@ -157,6 +164,11 @@ final class AssetFollower: Sendable {
                 indexed.advance()
             }
             if indexed.peek() == version.path { indexed.advance() }
+            seen.append(version.path)
+            if seen.count >= Self.reconcileBacklogBatch {
+                stores.listing.add(seen)
+                seen.removeAll(keepingCapacity: true)
+            }
             if needsPrerender(version) {
                 queued.append(version.path)
                 if queued.count >= Self.reconcileBacklogBatch {
@@ -176,6 +188,7 @@ final class AssetFollower: Sendable {
             }
             forgetFocusOfGoneAssets(isUncertain: isUncertain)
         }
+        stores.listing.add(seen)
         enqueuePrerenders(queued, changed: false)
         progress(checked)
         return completed && !shouldStop()
@@ -256,6 +269,7 @@ final class AssetFollower: Sendable {
         if !paths.isEmpty {
             stores.thumbnails.removeThumbnails(ofAssets: paths)
             stores.focus.removeFocus(ofAssets: paths)
+            stores.listing.remove(paths)
         }
     }
 

@@ -1,5 +1,6 @@
 import ThumbImaging
 import ThumbSystem
+import ThumbWorker
 
 /// One decode of a group, from the open to the caches, the same for every renderer: the asset
 /// is opened beneath the root (whatever is there now is what counts, and the thumbnails are
@@ -11,6 +12,8 @@ struct GroupRender: Sendable {
     let opener: any AssetOpening
     let stores: CacheStores
     let memory: MemoryCache
+    /// What a decode no client waits on places beside its own requests (`PipelineConfiguration.attentionPlaced`).
+    var attentionPlaced: [(kind: SlotKind, scale: Int)] = []
 
     struct Result {
         var outcomes: [Swift.Result<CachedThumbnail, ThumbFailure>]
@@ -89,10 +92,35 @@ struct GroupRender: Sendable {
             }
             return request
         }
-        guard current == nil else { return (requests, .skip) }
+        let placing = group.clientWaits ? requests : requests + unplacedShapes(besides: requests, placed: current?.placements ?? [])
+        guard current == nil else { return (placing, .skip) }
         let wanted = group.jobs.contains(where: \.placeholderWanted)
-        return (requests, group.clientWaits && !wanted ? .ifWholeFrame : .always)
+        return (placing, group.clientWaits && !wanted ? .ifWholeFrame : .always)
     }
+
+    /// Requests for the configured attention shapes that neither the index (for this version) nor
+    /// `requests` place: their decode reads the whole frame once, here, where no client waits,
+    /// instead of at a client's first request of each. Their thumbnails are not kept (only the
+    /// places are), so they are encoded as cheaply as the encoders allow.
+    func unplacedShapes(besides requests: [ThumbnailRequest], placed: [AttentionPlacement]) -> [ThumbnailRequest] {
+        guard let first = requests.first else { return [] }
+        var shapes = Set(placed.map(\.shape)).union(requests.compactMap(\.placementShape))
+        var extra: [ThumbnailRequest] = []
+        for (kind, scale) in attentionPlaced where requests.count + extra.count < WorkerProtocol.maxRequestsPerOrder {
+            let request = ThumbnailRequest(kind: kind, scale: scale, encoder: Self.placingEncoder, appliesOrientation: first.appliesOrientation)
+            guard let shape = request.placementShape, shapes.insert(shape).inserted else { continue }
+            extra.append(request)
+        }
+        return extra
+    }
+
+    /// The cheapest encoding of a thumbnail made only to place its crop.
+    static let placingEncoder: EncoderSettings = {
+        var encoder = EncoderSettings()
+        encoder.format = .jpeg
+        encoder.jpegQuality = 10
+        return encoder
+    }()
 
     /// Stores what a decode learnt of the version that was read: its placeholder (the row, with
     /// the decode's placements) or, when the row was there already, the placements it added.

@@ -67,9 +67,9 @@ package final class AccessControl: Sendable {
         }
         switch request.caller.transport {
         case .inProcess: return .success(.inProcess)
-        case .tcp: return .success(Principal(key: "anonymous", role: .public))
+        case .tcp: return .success(Principal(key: Principal.anonymousKey, role: .public))
         case .unixSocket:
-            guard let peer = request.caller.peer else { return .success(Principal(key: "anonymous", role: .public)) }
+            guard let peer = request.caller.peer else { return .success(Principal(key: Principal.anonymousKey, role: .public)) }
             return .success(Principal(key: "uid:\(peer.uid)", role: role(of: peer)))
         }
     }
@@ -85,14 +85,11 @@ package final class AccessControl: Sendable {
 
     private func tokenPrincipal(_ authorization: String) -> Result<Principal, AccessRefusal> {
         let challenge = [("WWW-Authenticate", "Bearer realm=\"thumbd\"")]
-        let utf8 = Array(authorization.utf8)
-        let scheme = Array("bearer ".utf8)
-        guard utf8.count > scheme.count, utf8.count <= 4096,
-              zip(utf8, scheme).allSatisfy({ ($0 | 0x20) == $1 || ($0 == $1) }) else {
-            return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "Authorization must be 'Bearer TOKEN'",
+        guard let token = Self.token(authorization: Array(authorization.utf8)) else {
+            return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "Authorization must be 'Bearer TOKEN' (or Basic with the token as the password)",
                                           reason: "token", headers: challenge))
         }
-        let hash = Digest.sha256(Array(utf8[scheme.count...]))
+        let hash = Digest.sha256(token)
         // Every configured hash is compared, each in constant time: neither the time nor the
         // answer tells which token came close.
         var found: (name: String, role: Role)?
@@ -102,6 +99,20 @@ package final class AccessControl: Sendable {
                                           reason: "token", headers: challenge))
         }
         return .success(Principal(key: "token:\(found.name)", role: found.role))
+    }
+
+    /// The token of `Bearer TOKEN`, or the password of `Basic base64(name:password)` (what a
+    /// browser sends for the console's prompt; the name is not looked at). nil for anything else.
+    static func token(authorization utf8: [UInt8]) -> [UInt8]? {
+        guard utf8.count <= 4096 else { return nil }
+        func scheme(_ name: String) -> Bool {
+            let scheme = Array(name.utf8)
+            return utf8.count > scheme.count && zip(utf8, scheme).allSatisfy { ($0 | 0x20) == $1 || $0 == $1 }
+        }
+        if scheme("bearer ") { return Array(utf8.dropFirst(7)) }
+        guard scheme("basic "), let decoded = Data(base64Encoded: String(decoding: utf8.dropFirst(6), as: UTF8.self)).map(Array.init),
+              let colon = decoded.firstIndex(of: UInt8(ascii: ":")), colon + 1 < decoded.count else { return nil }
+        return Array(decoded[(colon + 1)...])
     }
 
     // MARK: What a browser must not be able to send
@@ -195,16 +206,27 @@ package final class AccessControl: Sendable {
         func need(_ role: Role, _ what: String) -> AccessRefusal? { has >= role ? nil : .needs(role, what, has: has) }
         switch call {
         case .thumbnail(let thumbnail):
-            if thumbnail.slot != nil, let refusal = need(.client, "a slot (client, slot, token)") { return refusal }
+            if thumbnail.slot != nil, !settings.publicSlots, let refusal = need(.client, "a slot (client, slot, token)") { return refusal }
             if thumbnail.answersWithPath, let refusal = need(.client, "a JSON answer (as=path, Accept: application/json)") { return refusal }
             guard has == .public else { return nil }
             return signatureRefusal(thumbnail, rule: rule(for: caller))
-        case .releaseSlot: return need(.client, "releasing a slot")
+        case .releaseSlot: return settings.publicSlots ? nil : need(.client, "releasing a slot")
         case .prefetch, .cancelPrefetch: return need(.client, "prefetch")
         case .focus(let focus): return focus.action == .get ? need(.client, "reading a focus point") : need(.operator, "changing a focus point")
         case .metrics: return need(.operator, "/metrics")
         case .cacheStatistics: return need(.operator, "cache statistics")
         case .purgeCache: return need(.operator, "a cache purge")
+        case .listAssets: return need(.client, "the asset listing")
+        case .signatures: return need(.client, "signing URLs")
+        case .webFile(let file):
+            guard file.path != WebFile.cellsPath, has < .operator else { return nil }
+            // An anonymous browser on TCP is asked for credentials (Basic, the token as its
+            // password), so that an operator can open the console with nothing but a browser.
+            if caller.transport == .tcp, principal.key == Principal.anonymousKey {
+                return AccessRefusal(status: 401, code: "unauthorized", message: "the console needs the operator role: sign in with an operator's token",
+                                     reason: "role", headers: [("WWW-Authenticate", #"Basic realm="thumbd console", charset="UTF-8""#)])
+            }
+            return .needs(.operator, "the console", has: has)
         case .placeholders, .kinds, .health, .ready, .openAPI: return nil
         }
     }

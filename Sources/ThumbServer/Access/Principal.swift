@@ -12,6 +12,8 @@ package struct Principal: Sendable, Equatable {
     }
 
     package static let inProcess = Principal(key: "in-process", role: .operator)
+    /// A caller that names nobody: a TCP client without a token.
+    package static let anonymousKey = "anonymous"
 }
 
 /// A request the access model refuses: the answer, and the reason counted in `/metrics`.

@@ -55,30 +55,7 @@ struct SignCommand: ThumbdCommand {
             Console.error("thumbd sign: KIND, --scale and --format must not hold a line break")
             return .usage
         }
-        var query: [(String, String)] = []
-        if let scale = fields.scale { query.append(("scale", scale)) }
-        if let format = fields.format { query.append(("format", format)) }
-        if let expires = fields.expires { query.append(("expires", expires)) }
-        query += [("key", key.id), ("sig", signature)]
-        let path = "/v1/thumbnails/" + Self.escaped(fields.kind, keepSlash: false) + "/" + Self.escaped(fields.assetPath, keepSlash: true)
-        Console.out(path + "?" + query.map { "\($0.0)=\(Self.escaped($0.1, keepSlash: false))" }.joined(separator: "&"))
+        Console.out(URLSignature.signedPath(fields, key: key, signature: signature))
         return .ok
-    }
-
-    /// RFC 3986 unreserved bytes as they are, every other byte %XX (and `/` too unless kept).
-    static func escaped(_ text: String, keepSlash: Bool) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: "/") where keepSlash:
-                out.append("/")
-            default:
-                out += String(format: "%%%02X", byte)
-            }
-        }
-        return out
     }
 }

@@ -245,34 +245,37 @@ extension CacheIndex {
         return listing
     }
 
-    /// Up to `limit` distinct assets (relative paths) that have thumbnails or a failure, after
-    /// `after` in byte order: the index's side of the asset reconcile, read batch by batch
-    /// through the two tables' path indexes (never the whole set at once).
+    /// Up to `limit` distinct assets (relative paths) that are listed or have thumbnails or a
+    /// failure, after `after` in byte order: the index's side of the asset reconcile, read batch
+    /// by batch through the tables' path indexes (never the whole set at once).
     func indexedAssetPaths(after: String, limit: Int) -> [String] {
         state.withLock { (state: inout State) -> [String] in
             guard let database = state.database, limit > 0 else { return [] }
-            var thumbnails: [String] = [], failures: [String] = []
+            var runs: [[String]] = []
             do throws(SQLiteError) {
-                try database.query("SELECT DISTINCT asset_path FROM entries WHERE asset_path > ? ORDER BY asset_path LIMIT ?",
-                                   [.text(after), .integer(Int64(limit))]) { thumbnails.append($0.text(0)) }
-                try database.query("SELECT asset_path FROM failures WHERE asset_path > ? ORDER BY asset_path LIMIT ?",
-                                   [.text(after), .integer(Int64(limit))]) { failures.append($0.text(0)) }
+                for sql in ["SELECT DISTINCT asset_path FROM entries WHERE asset_path > ? ORDER BY asset_path LIMIT ?",
+                            "SELECT asset_path FROM failures WHERE asset_path > ? ORDER BY asset_path LIMIT ?",
+                            "SELECT asset_path FROM assets WHERE asset_path > ? ORDER BY asset_path LIMIT ?"] {
+                    var run: [String] = []
+                    try database.query(sql, [.text(after), .integer(Int64(limit))]) { run.append($0.text(0)) }
+                    runs.append(run)
+                }
             } catch {
                 recover(from: error, &state)
                 return []
             }
-            // The first `limit` of the union are among the first `limit` of each.
+            // The first `limit` of the union are among the first `limit` of each run.
             var merged: [String] = []
-            var (t, f) = (0, 0)
-            while merged.count < limit && (t < thumbnails.count || f < failures.count) {
-                let next: String
-                if f == failures.count || (t < thumbnails.count && Self.precedes(thumbnails[t], failures[f])) {
-                    next = thumbnails[t]
-                    t += 1
-                } else {
-                    next = failures[f]
-                    f += 1
+            var positions = [Int](repeating: 0, count: runs.count)
+            while merged.count < limit {
+                var smallest: Int?
+                for (run, position) in zip(runs.indices, positions) where position < runs[run].count {
+                    if let best = smallest, !Self.precedes(runs[run][position], runs[best][positions[best]]) { continue }
+                    smallest = run
                 }
+                guard let chosen = smallest else { break }
+                let next = runs[chosen][positions[chosen]]
+                positions[chosen] += 1
                 if merged.last != next { merged.append(next) }
             }
             return merged

@@ -8,7 +8,7 @@ import ThumbSystem
 /// totals, eviction. Reconciling the files with it is `CacheIndex+Reconcile.swift`.
 extension CacheIndex {
     /// PRAGMA user_version of the schema below.
-    static let schemaVersion: Int64 = 5
+    static let schemaVersion: Int64 = 6
 
     /// Negative entries; `record` is a `NegativeRecord` raw value.
     static let failuresTable = """
@@ -71,7 +71,15 @@ extension CacheIndex {
         \(failuresTable)
         \(backlogTable)
         \(assetTables)
-        PRAGMA user_version = 5;
+        \(listingTable)
+        PRAGMA user_version = 6;
+        """
+
+    /// Every asset of the folder, by path (`AssetListStore`, `GET /v1/assets`): filled by the asset
+    /// reconciles and the watcher, emptied with the assets. `WITHOUT ROWID`: the path is the key
+    /// and the whole row, so a page in byte order is one range of the b-tree.
+    static let listingTable = """
+        CREATE TABLE assets (asset_path TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
         """
 
     /// Version 1 kept a failure's kind as text; its negative entries are dropped (they are
@@ -104,6 +112,13 @@ extension CacheIndex {
     /// found again by its next attention render.
     static let upgradeFromVersion4 = """
         PRAGMA user_version = 5;
+        """
+
+    /// Version 5 had no asset listing: it starts empty, and the start-up reconcile fills it.
+    static let upgradeFromVersion5 = """
+        DROP TABLE IF EXISTS assets;
+        \(listingTable)
+        PRAGMA user_version = 6;
         """
 
     /// SQLite's page cache for the one connection, KiB (negative `cache_size`): the default
@@ -209,6 +224,9 @@ extension CacheIndex {
                     try database.exec(upgradeFromVersion4)
                 }
             }
+            if try database.scalar("PRAGMA user_version") == 5 {
+                try database.transaction { () throws(SQLiteError) in try database.exec(upgradeFromVersion5) }
+            }
             switch try database.scalar("PRAGMA user_version") ?? 0 {
             case 0:
                 guard try database.scalar("SELECT count(*) FROM sqlite_master") == 0 else {
@@ -216,7 +234,7 @@ extension CacheIndex {
                 }
                 try database.transaction { () throws(SQLiteError) in try database.exec(schema) }
             case schemaVersion:
-                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures', 'backlog', 'placeholders', 'focus')") == 5 else {
+                guard try database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'failures', 'backlog', 'placeholders', 'focus', 'assets')") == 6 else {
                     throw SQLiteError(operation: "open \(path)", code: 11, message: "index tables missing")
                 }
                 var verdict = ""

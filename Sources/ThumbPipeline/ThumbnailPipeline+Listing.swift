@@ -1,0 +1,19 @@
+package import ThumbImaging
+
+/// One listed asset: its path and the placeholder the index holds for it, if any.
+package struct ListedAsset: Sendable, Equatable {
+    package var path: String
+    /// The placeholder of the version last decoded (`nil` before any decode): a file changed
+    /// since shows its previous version's until it is decoded again, which is what a
+    /// placeholder is for (`POST /v1/placeholders` answers for the current version).
+    package var placeholder: Placeholder?
+}
+
+extension ThumbnailPipeline {
+    /// A page of the asset listing (`AssetListing.page`), with the placeholders known.
+    package func listAssets(prefix: String, after: String, limit: Int) -> [ListedAsset] {
+        let paths = stores.listing.page(prefix: prefix, after: after, limit: limit)
+        let stored = stores.placeholders.stored(ofAssets: paths)
+        return paths.map { ListedAsset(path: $0, placeholder: stored[$0]?.placeholder) }
+    }
+}
