@@ -29,7 +29,7 @@ package struct PipelineConfiguration: Sendable {
     /// Kinds (and scales) pre-rendered when an asset appears or changes.
     package var pregenerated: [(kind: SlotKind, scale: Int)] = []
     /// Kinds (and scales) whose crops attention places (`crop` attention, or focus without one):
-    /// a decode no client waits on (a pre-render, a prefetch) places every shape of these its
+    /// a background decode (a pre-render, a batch job) places every shape of these its
     /// version has no place for yet, so that no client's first request of them reads the whole
     /// frame to place it (`GroupRender.decodeOrder`).
     package var attentionPlaced: [(kind: SlotKind, scale: Int)] = []

@@ -235,7 +235,7 @@ package final class HTTPServer: @unchecked Sendable {
     /// The request headers the API reads (`HTTPRequest.headers`), by lower-cased name: only these
     /// are made into strings, not every header of every request.
     static let forwardedHeaderNames = ["accept", "if-none-match", "host", "origin", "authorization", "content-type",
-                                       "access-control-request-method", "access-control-request-headers"]
+                                       "access-control-request-method", "access-control-request-headers", "sec-fetch-site"]
 
     /// The forwarded headers as they were sent; of a name sent twice the last one counts, as
     /// when every header was copied.

@@ -41,6 +41,10 @@ package struct ThumbnailCall: Sendable {
         return request
     }
 
+    /// The query parameters a thumbnail URL may carry.
+    static let parameterNames: Set<String> = ["scale", "format", "client", "slot", "token", "priority", "wait", "as",
+                                              "expires", "key", "sig"]
+
     static func parse(_ request: HTTPRequest, context: ParsingContext, maxWaitMilliseconds: Int) throws(APIError) -> ThumbnailCall {
         // By bytes: the route's prefix is ASCII, and so is the slash that ends the kind.
         let path = request.path
@@ -56,6 +60,11 @@ package struct ThumbnailCall: Sendable {
             throw .badRequest("an asset path is at most \(PipelineRequest.maxAssetPathBytes) bytes, this one \(assetPath.utf8.count)")
         }
         let query = try PercentDecoding.decode(query: request.query)
+        // Every name is one of these, exactly: another (a misspelling, `SCALE`) would be ignored
+        // here while a cache in front keys by it (nginx's `$arg_…` ignore case).
+        if let unknown = query.keys.first(where: { !Self.parameterNames.contains($0) }) {
+            throw .badQuery("unknown parameter '\(DisplayText.truncated(unknown, maxBytes: 40))' (expected \(Self.parameterNames.sorted().joined(separator: ", ")))")
+        }
         var scale: DisplayScale?
         if let text = query["scale"] {
             guard let value = DisplayScale(text: text) else {

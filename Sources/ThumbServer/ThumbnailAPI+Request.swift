@@ -202,6 +202,11 @@ enum PercentDecoding {
         var decoded: [String: String] = [:]
         decoded.reserveCapacity(query.count)
         for (rawName, rawValue) in query {
+            // A name is sent as it is: a cache in front (nginx keys by `$arg_scale`, which reads
+            // the raw name) must see the same parameter the daemon does.
+            guard !rawName.utf8.contains(UInt8(ascii: "%")) else {
+                throw .badQuery("'\(DisplayText.truncated(rawName, maxBytes: 40))': a parameter name is sent without escapes")
+            }
             let name = try decode(rawName, field: "a query parameter name")
             guard decoded[name] == nil else { throw .badQuery("'\(DisplayText.truncated(name, maxBytes: 40))' is given twice") }
             decoded[name] = try decode(rawValue, field: "query parameter '\(DisplayText.truncated(name, maxBytes: 40))'")

@@ -33,12 +33,12 @@ package struct WebFile: Sendable {
 
     static let all: [String: WebFile] = {
         let javascript = "text/javascript; charset=utf-8"
-        // The library: a day's freshness, then one revalidation (its path is fixed; a daemon
-        // upgrade changes its ETag). The console: revalidated every time (operators see an
-        // upgrade at once), never stored by shared caches.
+        // Every file is revalidated at each use (a 304 by its ETag): the path is fixed, and a page
+        // or console script of one version must never run against the library of another (a
+        // missing export is a module link error). The console's are never stored by shared caches.
         let files = [
             WebFile(path: cellsPath, contentType: javascript, bytes: PackageResources.thumbd_cells_js,
-                    cacheControl: "public, max-age=86400"),
+                    cacheControl: "no-cache"),
             WebFile(path: consolePrefix, contentType: "text/html; charset=utf-8", bytes: PackageResources.console_html,
                     cacheControl: "private, no-cache", extraHeaders: consoleHeaders),
             WebFile(path: consolePrefix + "/console.js", contentType: javascript, bytes: PackageResources.console_js,

@@ -32,7 +32,7 @@ import ThumbImaging
         #expect(listing.page(prefix: "", after: "", limit: 100) == Self.byteOrder(["B.jpg", "a b.jpg", "a.jpg", "ab.jpg", "é.jpg", "a0.jpg"]))
     }
 
-    @Test("the start-up reconcile lists the folder, and the next one drops what went while the daemon was down (a path only the listing held)")
+    @Test("the start-up reconcile lists the folder; after an upgrade from schema 5 the next one fills the listing again and drops what went while the daemon was down (a path only the listing held)")
     func reconcileKeepsTheListing() throws {
         let fixture = try PipelineFixture()
         do {
@@ -43,15 +43,24 @@ import ThumbImaging
             #expect(listed == Self.byteOrder(fixture.imageNames + ["broken.jpg"]), "\(listed)")
             pipeline.shutdown()
         }
-        // Down: one asset removed, one added, and the index labelled 5 without its listing.
-        try FileManager.default.removeItem(atPath: fixture.assets + "/img1.jpg")
-        try FileManager.default.copyItem(atPath: fixture.assets + "/img0.jpg", toPath: fixture.assets + "/sub/added.jpg")
+        // Down: the index taken back to schema 5 (no listing) and upgraded by the next open, which
+        // starts the listing empty; then a path only the listing holds (no thumbnail, no failure)
+        // whose file goes, and a file that comes.
         do {
             let cache = try ThumbnailStore(directory: fixture.cache, byteBudget: 1 << 30)
-            cache.listing.add(["img1.jpg"])
-            #expect(cache.listing.count > 0)
+            try cache.executeForTesting("DROP TABLE assets; PRAGMA user_version = 5;")
             cache.close()
         }
+        do {
+            let cache = try ThumbnailStore(directory: fixture.cache, byteBudget: 1 << 30)
+            #expect(try cache.scalarForTesting("PRAGMA user_version") == 6)
+            #expect(cache.listing.count == 0, "the upgrade starts the listing empty")
+            cache.listing.add(["img1.jpg"])
+            #expect(try cache.scalarForTesting("SELECT count(*) FROM entries WHERE asset_path = 'img1.jpg'") == 0)
+            cache.close()
+        }
+        try FileManager.default.removeItem(atPath: fixture.assets + "/img1.jpg")
+        try FileManager.default.copyItem(atPath: fixture.assets + "/img0.jpg", toPath: fixture.assets + "/sub/added.jpg")
         let pipeline = try fixture.pipeline()
         defer { pipeline.shutdown() }
         pipeline.reconcileInBackground()

@@ -10,6 +10,7 @@ import ThumbAccess
     static let photo = ServePaths.samples + "/landscape-exif6.jpg"
     static let secret = String(repeating: "3c", count: 32)
     static let operatorToken = "console-operator-token"
+    static let clientToken = "console-client-token"
     static let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
     /// Names whose byte order differs from a locale's (capitals first, `é` after `z`, a space).
@@ -92,11 +93,13 @@ import ThumbAccess
         #expect(anonymous.status == 403 && anonymous.text.contains("client role"), "\(anonymous.summary)")
     }
 
-    @Test("the cells library is served to anyone with its ETag (304 on If-None-Match); the console to operators only: 401 Basic for anonymous TCP, 403 for a client, the token as a Basic password opens it")
+    @Test("the cells library is served to anyone with its ETag (304 on If-None-Match); the console to operators only: 401 Basic for anonymous TCP, 403 for a client, the token as a Basic password opens it for the browser's own requests only")
     func webFiles() throws {
         let port = try ServeEndpoint.freePort()
         let token = Digest.hex(Digest.sha256(Array(Self.operatorToken.utf8)))
-        let daemon = try daemon(access: ["tokens": [["name": "ops", "role": "operator", "sha256": token]]], tcpPort: port, names: ["a.jpg"])
+        let clientToken = Digest.hex(Digest.sha256(Array(Self.clientToken.utf8)))
+        let daemon = try daemon(access: ["tokens": [["name": "ops", "role": "operator", "sha256": token],
+                                                    ["name": "app", "role": "client", "sha256": clientToken]]], tcpPort: port, names: ["a.jpg"])
         defer { _ = daemon.stop() }
         let library = try tcp(port, "/v1/thumbd-cells.js")
         #expect(library.status == 200 && library.headers["content-type"]?.hasPrefix("text/javascript") == true, "\(library.summary)")
@@ -104,7 +107,7 @@ import ThumbAccess
         let source = try String(contentsOfFile: ServePaths.packageRoot + "/Sources/ThumbServer/Web/thumbd-cells.js", encoding: .utf8)
         #expect(library.text == source, "the served library is the repository's file")
         let etag = try #require(library.headers["etag"])
-        #expect(library.headers["cache-control"] == "public, max-age=86400")
+        #expect(library.headers["cache-control"] == "no-cache", "revalidated at each use: never a library of another version")
         let revalidated = try tcp(port, "/v1/thumbd-cells.js", headers: ["If-None-Match: \(etag)"])
         #expect(revalidated.status == 304 && revalidated.body.isEmpty && revalidated.headers["etag"] == etag, "\(revalidated.summary)")
         #expect(try tcp(port, "/v1/thumbd-cells.js", headers: ["If-None-Match: \"other\""]).status == 200)
@@ -112,17 +115,32 @@ import ThumbAccess
         let anonymous = try tcp(port, "/console")
         #expect(anonymous.status == 401 && anonymous.headers["www-authenticate"]?.hasPrefix("Basic") == true, "\(anonymous.summary)")
         let basic = "Authorization: Basic " + Data("operator:\(Self.operatorToken)".utf8).base64EncodedString()
+        // A browser's own requests (it sets Sec-Fetch-Site; pages cannot).
+        let sameOrigin = "Sec-Fetch-Site: same-origin"
         for file in ["/console", "/console/console.js", "/console/console-charts.js", "/console/console.css"] {
-            let answer = try tcp(port, file, headers: [basic])
+            let answer = try tcp(port, file, headers: [basic, sameOrigin])
             #expect(answer.status == 200 && !answer.body.isEmpty, "\(file): \(answer.summary)")
             #expect(answer.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true, "\(file)")
             #expect(answer.headers["x-frame-options"] == "DENY")
         }
-        #expect(try tcp(port, "/console", headers: [basic]).headers["content-type"] == "text/html; charset=utf-8")
-        #expect(try tcp(port, "/console/missing.js", headers: [basic]).status == 404)
+        #expect(try tcp(port, "/console", headers: [basic, "Sec-Fetch-Site: none"]).headers["content-type"] == "text/html; charset=utf-8")
+        #expect(try tcp(port, "/console/missing.js", headers: [basic, sameOrigin]).status == 404)
+        #expect(try tcp(port, "/metrics", headers: [basic, sameOrigin]).status == 200, "the console's own requests are the operator's")
+        // Another site's page makes the browser send the kept credentials too (an <img>): they
+        // speak for nobody there, and without a Sec-Fetch-Site (not a browser) neither.
+        for site in ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Site: same-site", nil] {
+            let headers = [basic] + (site.map { [$0] } ?? [])
+            let metrics = try tcp(port, "/metrics", headers: headers)
+            #expect(metrics.status == 403 && metrics.text.contains("public"), "\(site ?? "no Sec-Fetch-Site"): \(metrics.summary)")
+            #expect(try tcp(port, "/v1/thumbnails/40x40,fill/a.jpg", headers: headers).status == 403, "an inline spec, unsigned: public")
+        }
+        // A wrong password, or a token without the role, asks the browser to sign in again.
         let wrong = "Authorization: Basic " + Data("operator:guess".utf8).base64EncodedString()
-        #expect(try tcp(port, "/console", headers: [wrong]).status == 401)
-        #expect(try tcp(port, "/console", headers: ["Authorization: Basic !!!"]).status == 401)
+        let clientLogin = "Authorization: Basic " + Data("app:\(Self.clientToken)".utf8).base64EncodedString()
+        for login in [wrong, clientLogin, "Authorization: Basic !!!"] {
+            let answer = try tcp(port, "/console", headers: [login, sameOrigin])
+            #expect(answer.status == 401 && answer.headers["www-authenticate"]?.hasPrefix("Basic realm=") == true, "\(login): \(answer.summary)")
+        }
         let client = try asNobody(daemon, "/console")
         #expect(client.status == 403 && client.text.contains("operator role"), "\(client.summary)")
         #expect(try daemon.request("/console").status == 200, "root on the socket is an operator")
@@ -161,6 +179,17 @@ import ThumbAccess
         defer { _ = keyless.stop() }
         let none = try keyless.request("/v1/signatures", method: "POST", body: #"{"urls": [{"kind": "large", "asset": "a.jpg"}]}"#)
         #expect(none.status == 409 && none.errorCode == "noSigningKeys", "\(none.summary)")
+    }
+
+    @Test("a thumbnail URL's parameters are the known names, sent as they are: another name or an escaped one is 400 (a cache in front keys by the raw names)")
+    func parameterNames() throws {
+        let daemon = try daemon(names: ["a.jpg"])
+        defer { _ = daemon.stop() }
+        #expect(try daemon.request("/v1/thumbnails/large/a.jpg?scale=2&format=png&wait=5000&priority=visible").status == 200)
+        for query in ["SCALE=2", "sc%61le=2", "scale=2&v=7", "%73cale=1"] {
+            let answer = try daemon.request("/v1/thumbnails/large/a.jpg?" + query)
+            #expect(answer.status == 400 && answer.errorCode == "badQuery", "\(query): \(answer.summary)")
+        }
     }
 
     @Test("access.publicSlots lets public callers (a proxy's pages) name and release slots on signed URLs; without it they are the client role's")

@@ -398,7 +398,10 @@ def console_checks(driver, daemon, asset, artefacts):
     body = json.dumps({"x": 0.5, "y": 0.5}).encode()
     check(plain(focus_path, {"Authorization": f"Bearer {CLIENT_TOKEN}", "Content-Type": "application/json"}, "PUT", body)[0] == 403,
           "a client's focus write is not 403")
-    check(plain("/console", {"Authorization": basic})[0] == 200, "the operator's /console is not 200")
+    # Basic credentials speak for a browser's own requests only (Sec-Fetch-Site, set by browsers).
+    check(plain("/console", {"Authorization": basic, "Sec-Fetch-Site": "none"})[0] == 200, "the operator's /console is not 200")
+    check(plain("/metrics", {"Authorization": basic, "Sec-Fetch-Site": "cross-site"})[0] == 403,
+          "another site's request with the operator's kept credentials is not anonymous")
 
     # The operator's browser: its credentials on every request, as after the Basic prompt.
     driver.execute_cdp_cmd("Network.enable", {})

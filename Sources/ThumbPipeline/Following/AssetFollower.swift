@@ -27,6 +27,9 @@ final class AssetFollower: Sendable {
     let vouching = Mutex<VouchingWatch?>(nil)
     /// Watcher events handled (for `/metrics`).
     let watcherEvents = Atomic<Int>(0)
+    /// Removals the watcher handled: a reconcile's batch of paths seen before one of them is
+    /// checked again before it is listed (the file may be gone and unlisted since its visit).
+    let removalsSeen = Atomic<Int>(0)
     /// The pipeline the backlog feeds and whose keys the reconcile forms, bound once it exists.
     let scheduler = PipelineBinding<any PrerenderScheduling>()
 
@@ -77,10 +80,12 @@ final class AssetFollower: Sendable {
             stores.listing.add([path])
             enqueuePrerenders([path])
         case .removed(let path):
+            removalsSeen.add(1, ordering: .relaxed)  // before the rows go, as in flushRemovals
             invalidate(assetPath: path)
             stores.focus.removeFocus(ofAssets: [path])
             stores.listing.remove([path])
         case .removedFolder(let folder):
+            removalsSeen.add(1, ordering: .relaxed)
             // The folder's rows only (a range of the index), dropped in one transaction.
             for path in stores.thumbnails.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
             stores.focus.removeFocus(under: folder)
@@ -140,6 +145,13 @@ final class AssetFollower: Sendable {
         var indexed = IndexedAssetStream(index: stores.index)
         var queued: [String] = []
         var seen: [String] = []
+        var removalsAtBatchStart = removalsSeen.load(ordering: .relaxed)
+        func listSeen() {
+            let removals = removalsSeen.load(ordering: .relaxed)
+            stores.listing.add(removals == removalsAtBatchStart ? seen : seen.filter(isAssetNow))
+            seen.removeAll(keepingCapacity: true)
+            removalsAtBatchStart = removals
+        }
         var checked = 0
         func isUncertain(_ path: String) -> Bool {
             if rootUnreadable || unreadable.contains(path) { return true }
@@ -165,10 +177,7 @@ final class AssetFollower: Sendable {
             }
             if indexed.peek() == version.path { indexed.advance() }
             seen.append(version.path)
-            if seen.count >= Self.reconcileBacklogBatch {
-                stores.listing.add(seen)
-                seen.removeAll(keepingCapacity: true)
-            }
+            if seen.count >= Self.reconcileBacklogBatch { listSeen() }
             if needsPrerender(version) {
                 queued.append(version.path)
                 if queued.count >= Self.reconcileBacklogBatch {
@@ -188,7 +197,7 @@ final class AssetFollower: Sendable {
             }
             forgetFocusOfGoneAssets(isUncertain: isUncertain)
         }
-        stores.listing.add(seen)
+        listSeen()
         enqueuePrerenders(queued, changed: false)
         progress(checked)
         return completed && !shouldStop()
@@ -201,7 +210,8 @@ final class AssetFollower: Sendable {
     /// was listed (a regular file of an image's name, nothing hidden on its way).
     func isAssetNow(_ path: String) -> Bool {
         let components = path.split(separator: "/")
-        guard let name = components.last, AssetNames.isImageName(name), !components.contains(where: AssetNames.isHidden) else { return false }
+        guard let name = components.last, AssetNames.isImageName(name), !components.contains(where: AssetNames.isHidden),
+              !AssetNames.isExcluded(relative: path, in: assets) else { return false }
         var status = stat()
         let absolute = AssetNames.absolute(path, in: assets)
         return (try? systemCall("lstat \(path)", { lstat(absolute, &status) })) != nil && (status.st_mode & S_IFMT) == S_IFREG
@@ -267,6 +277,7 @@ final class AssetFollower: Sendable {
             return pending
         }
         if !paths.isEmpty {
+            removalsSeen.add(1, ordering: .relaxed)  // before the rows go: a reconcile's batch listed after this checks
             stores.thumbnails.removeThumbnails(ofAssets: paths)
             stores.focus.removeFocus(ofAssets: paths)
             stores.listing.remove(paths)

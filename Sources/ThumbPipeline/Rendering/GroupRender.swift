@@ -12,7 +12,7 @@ struct GroupRender: Sendable {
     let opener: any AssetOpening
     let stores: CacheStores
     let memory: MemoryCache
-    /// What a decode no client waits on places beside its own requests (`PipelineConfiguration.attentionPlaced`).
+    /// What a background decode places beside its own requests (`PipelineConfiguration.attentionPlaced`).
     var attentionPlaced: [(kind: SlotKind, scale: Int)] = []
 
     struct Result {
@@ -92,14 +92,14 @@ struct GroupRender: Sendable {
             }
             return request
         }
-        let placing = group.clientWaits ? requests : requests + unplacedShapes(besides: requests, placed: current?.placements ?? [])
+        let placing = group.placesEveryShape ? requests + unplacedShapes(besides: requests, placed: current?.placements ?? []) : requests
         guard current == nil else { return (placing, .skip) }
         let wanted = group.jobs.contains(where: \.placeholderWanted)
         return (placing, group.clientWaits && !wanted ? .ifWholeFrame : .always)
     }
 
     /// Requests for the configured attention shapes that neither the index (for this version) nor
-    /// `requests` place: their decode reads the whole frame once, here, where no client waits,
+    /// `requests` place: their decode reads the whole frame once, here, in the background,
     /// instead of at a client's first request of each. Their thumbnails are not kept (only the
     /// places are), so they are encoded as cheaply as the encoders allow.
     func unplacedShapes(besides requests: [ThumbnailRequest], placed: [AttentionPlacement]) -> [ThumbnailRequest] {

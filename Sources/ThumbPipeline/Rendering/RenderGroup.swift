@@ -7,6 +7,10 @@ struct RenderGroup: Sendable {
     /// A client waits on one of them at `.visible`: the placeholder is computed only if the
     /// decode reads the whole frame anyway, unless someone asked for it (`RenderJob.placeholderWanted`).
     let clientWaits: Bool
+    /// Every waiter is background work (`.batch`: pre-renders, batch jobs): the decode may also
+    /// place the configured attention shapes (`GroupRender.unplacedShapes`). A prefetch has a
+    /// client behind it that asked for this one thumbnail soon.
+    var placesEveryShape = false
 
     var isCancelled: Bool { jobs.allSatisfy(\.isCancelled) }
 }

@@ -121,7 +121,11 @@ struct JobTable {
             guard let record = records[job.key.digest], record.job === job else { return false }
             return record.waitersPriority.map { $0 >= .visible } ?? false
         }
-        return RenderGroup(jobs: jobs, clientWaits: clientWaits)
+        let background = jobs.allSatisfy { job in
+            guard let record = records[job.key.digest], record.job === job else { return false }
+            return record.waitersPriority == .batch
+        }
+        return RenderGroup(jobs: jobs, clientWaits: clientWaits, placesEveryShape: background)
     }
 
     /// A queued job's turn (`JobQueue.pop`): 0 when a waiter is not rationed (or nothing is), else

@@ -63,7 +63,12 @@ package final class AccessControl: Sendable {
     /// caller with a typo should hear about it.
     package func principal(of request: HTTPRequest) -> Result<Principal, AccessRefusal> {
         if let authorization = request.headers["authorization"] {
-            return tokenPrincipal(authorization)
+            guard Self.isBasic(authorization) else { return tokenPrincipal(authorization, browser: false) }
+            // A browser sends the Basic credentials it keeps with every request to the origin,
+            // an <img> of another site's page too: they speak only for the console's own requests
+            // (`Sec-Fetch-Site`, which pages cannot set); anything else is as if they were absent.
+            let site = request.headers["sec-fetch-site"]
+            if site == "same-origin" || site == "none" { return tokenPrincipal(authorization, browser: true) }
         }
         switch request.caller.transport {
         case .inProcess: return .success(.inProcess)
@@ -83,8 +88,8 @@ package final class AccessControl: Sendable {
         return byGroup ?? settings.socketRole
     }
 
-    private func tokenPrincipal(_ authorization: String) -> Result<Principal, AccessRefusal> {
-        let challenge = [("WWW-Authenticate", "Bearer realm=\"thumbd\"")]
+    private func tokenPrincipal(_ authorization: String, browser: Bool) -> Result<Principal, AccessRefusal> {
+        let challenge = browser ? Principal.browserChallenge : [("WWW-Authenticate", "Bearer realm=\"thumbd\"")]
         guard let token = Self.token(authorization: Array(authorization.utf8)) else {
             return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "Authorization must be 'Bearer TOKEN' (or Basic with the token as the password)",
                                           reason: "token", headers: challenge))
@@ -98,7 +103,11 @@ package final class AccessControl: Sendable {
             return .failure(AccessRefusal(status: 401, code: "unauthorized", message: "the bearer token is not one this daemon knows",
                                           reason: "token", headers: challenge))
         }
-        return .success(Principal(key: "token:\(found.name)", role: found.role))
+        return .success(Principal(key: "token:\(found.name)", role: found.role, signedInByBrowser: browser))
+    }
+
+    static func isBasic(_ authorization: String) -> Bool {
+        authorization.utf8.count > 6 && zip(authorization.utf8, "basic ".utf8).allSatisfy { ($0 | 0x20) == $1 || $0 == $1 }
     }
 
     /// The token of `Bearer TOKEN`, or the password of `Basic base64(name:password)` (what a
@@ -222,9 +231,9 @@ package final class AccessControl: Sendable {
             guard file.path != WebFile.cellsPath, has < .operator else { return nil }
             // An anonymous browser on TCP is asked for credentials (Basic, the token as its
             // password), so that an operator can open the console with nothing but a browser.
-            if caller.transport == .tcp, principal.key == Principal.anonymousKey {
+            if (caller.transport == .tcp && principal.key == Principal.anonymousKey) || principal.signedInByBrowser {
                 return AccessRefusal(status: 401, code: "unauthorized", message: "the console needs the operator role: sign in with an operator's token",
-                                     reason: "role", headers: [("WWW-Authenticate", #"Basic realm="thumbd console", charset="UTF-8""#)])
+                                     reason: "role", headers: Principal.browserChallenge)
             }
             return .needs(.operator, "the console", has: has)
         case .placeholders, .kinds, .health, .ready, .openAPI: return nil

@@ -5,15 +5,21 @@ package import ThumbAccess
 package struct Principal: Sendable, Equatable {
     package var key: String
     package var role: Role
+    /// Named by a browser's login (`Authorization: Basic`, the console's prompt): a refusal asks
+    /// it to sign in again rather than leave it stuck with the credentials it keeps.
+    package var signedInByBrowser = false
 
-    package init(key: String, role: Role) {
+    package init(key: String, role: Role, signedInByBrowser: Bool = false) {
         self.key = key
         self.role = role
+        self.signedInByBrowser = signedInByBrowser
     }
 
     package static let inProcess = Principal(key: "in-process", role: .operator)
     /// A caller that names nobody: a TCP client without a token.
     package static let anonymousKey = "anonymous"
+    /// The challenge that makes a browser ask for the console's credentials.
+    package static let browserChallenge = [("WWW-Authenticate", #"Basic realm="thumbd console", charset="UTF-8""#)]
 }
 
 /// A request the access model refuses: the answer, and the reason counted in `/metrics`.

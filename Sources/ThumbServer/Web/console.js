@@ -307,8 +307,10 @@ async function loadKind(entry, generation) {
   if (generation !== asset.generation) return
   const img = entry.figure.querySelector("img")
   if (response?.ok) {
+    const blob = await response.blob()
+    if (generation !== asset.generation) return // another asset meanwhile: this figure is gone
     const previous = img.src
-    img.src = URL.createObjectURL(await response.blob())
+    img.src = URL.createObjectURL(blob)
     await img.decode().catch(() => {})
     if (previous.startsWith("blob:")) URL.revokeObjectURL(previous)
   } else {
@@ -347,6 +349,8 @@ async function showAsset(path) {
   $("#source-img").removeAttribute("src")
   $("#placeholder").removeAttribute("src")
   $("#overlay").replaceChildren()
+  // The figures go: their thumbnails' blobs with them.
+  for (const img of $("#kinds").querySelectorAll("img")) if (img.src.startsWith("blob:")) URL.revokeObjectURL(img.src)
   $("#kinds").replaceChildren()
   const [kinds, source, focus] = await Promise.all([loadKinds(),
     request(thumbnailURL(SOURCE_SPEC, path, 1, `&wait=${JSON_WAIT_MS}`), jsonInit), request(focusURL(path))])

@@ -221,7 +221,7 @@ export class ThumbdCells {
     this.#clear(st, asset)
     if (!this.#bound.has(cell)) { this.#bound.add(cell); this.#observer?.observe(cell) }
     const known = this.#placeholderSource(asset)
-    if (known) this.#paint(cell, st, "placeholder", known) // a re-shown asset: at once, no round trip
+    if (known) this.#paint(cell, st, asset, "placeholder", known) // a re-shown asset: at once, no round trip
     this.#queued.add(cell)
     this.#frame ||= nextFrame(() => this.#flush())
   }
@@ -301,8 +301,10 @@ export class ThumbdCells {
     fetch(url, { method: "DELETE", keepalive }).catch(() => {}).finally(() => { this.#keepalivesInFlight -= keepalive ? 1 : 0 })
   }
 
-  #paint(cell, st, state, source) {
-    const { img, asset, token } = st
+  /** `asset` is what the pixels are of (the answer's own asset, not the cell's model): the DOM
+   *  says what is shown, so that a watcher can tell a stale paint. */
+  #paint(cell, st, asset, state, source) {
+    const { img, token } = st
     img.dataset.asset = asset
     img.dataset.state = state
     img.src = source
@@ -354,7 +356,7 @@ export class ThumbdCells {
       if (!source) continue
       if (bind.st.token !== bind.token) this.stats.stalePaintsPrevented++
       else if (bind.st.shown === "thumbnail") this.stats.placeholdersLate++ // never covers the real thing
-      else if (bind.st.shown === "empty") this.#paint(bind.cell, bind.st, "placeholder", source)
+      else if (bind.st.shown === "empty") this.#paint(bind.cell, bind.st, bind.asset, "placeholder", source)
     }
     if (mayRetry && pending.length) {
       setTimeout(() => {
@@ -467,10 +469,10 @@ export class ThumbdCells {
       if (answering) await within(answering, PLACEHOLDER_WAIT_CAP_MS)
       if (st.token !== token) { URL.revokeObjectURL(objectURL); this.stats.stalePaintsPrevented++; return }
       const placeholder = st.shown === "empty" && this.#placeholderSource(asset)
-      if (placeholder) this.#paint(cell, st, "placeholder", placeholder)
+      if (placeholder) this.#paint(cell, st, asset, "placeholder", placeholder)
       const previous = st.objectURL
       st.objectURL = objectURL
-      this.#paint(cell, st, "thumbnail", objectURL)
+      this.#paint(cell, st, asset, "thumbnail", objectURL)
       if (previous) URL.revokeObjectURL(previous)
     } catch (error) {
       // A network failure (Chrome also refuses requests past its quota of them): asked again once.
