@@ -197,7 +197,8 @@ enum PercentDecoding {
         }
     }
 
-    /// The query with names and values decoded; a name given twice (once escaped) is refused.
+    /// The query with its values decoded; a name holds no escape (so no name can be given twice:
+    /// libmicrohttpd keeps the last value of a raw name).
     static func decode(query: [String: String]) throws(APIError) -> [String: String] {
         var decoded: [String: String] = [:]
         decoded.reserveCapacity(query.count)
@@ -207,8 +208,7 @@ enum PercentDecoding {
             guard !rawName.utf8.contains(UInt8(ascii: "%")) else {
                 throw .badQuery("'\(DisplayText.truncated(rawName, maxBytes: 40))': a parameter name is sent without escapes")
             }
-            let name = try decode(rawName, field: "a query parameter name")
-            guard decoded[name] == nil else { throw .badQuery("'\(DisplayText.truncated(name, maxBytes: 40))' is given twice") }
+            let name = try decode(rawName, field: "a query parameter name")  // a NUL or bytes that are not UTF-8
             decoded[name] = try decode(rawValue, field: "query parameter '\(DisplayText.truncated(name, maxBytes: 40))'")
         }
         return decoded
