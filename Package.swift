@@ -91,8 +91,8 @@ if Context.environment["THUMBD_FUZZ"] != nil {
     // Named here, not listed from the folder: SwiftPM caches a manifest's evaluation by its text
     // (in ~/.cache), so a folder added later stayed unseen by a cached listing (CI: "no such file
     // fuzz-jpeg-dc-scans"). scripts/fuzz refuses to run when this list and Fuzz/Targets differ.
-    let doors = ["focus-body", "gif", "heif", "http-request", "job-line", "jpeg", "jpeg-dc-scans", "kind-config", "placeholders-body", "png", "prefetch-body",
-                 "redis-fields", "slot-spec", "webp", "worker-answer", "worker-render"]
+    let doors = ["asset-list", "focus-body", "gif", "heif", "http-request", "job-line", "jpeg", "jpeg-dc-scans", "kind-config", "placeholders-body", "png", "prefetch-body",
+                 "redis-fields", "signatures-body", "slot-spec", "webp", "worker-answer", "worker-render"]
     for door in doors {
         package.targets.append(.executableTarget(name: "fuzz-\(door)", dependencies: ["FuzzDoors"], path: "Fuzz/Targets/\(door)",
                                                  swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
