@@ -128,7 +128,7 @@ int CThumb_PNGReadInfo(CThumb_PNGDecoder *decoder, CThumb_PNGInfo *out) {
     return 0;
 }
 
-int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, int *passes) {
+int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int keep16, int *channels, int *passes) {
     if (setjmp(png_jmpbuf(decoder->png))) return -1;
     png_structp png = decoder->png;
     png_infop info = decoder->info;
@@ -137,7 +137,11 @@ int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, i
     if (colorType == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (colorType == PNG_COLOR_TYPE_GRAY && bitDepth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
-    if (bitDepth == 16) png_set_scale_16(png);
+    if (bitDepth == 16 && !keep16) png_set_scale_16(png);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // PNG stores 16-bit samples big-endian; the caller reads them as native integers.
+    if (bitDepth == 16 && keep16) png_set_swap(png);
+#endif
     if (colorType == PNG_COLOR_TYPE_GRAY || colorType == PNG_COLOR_TYPE_GRAY_ALPHA)
         png_set_gray_to_rgb(png);
     double gamma = 0;
@@ -148,7 +152,8 @@ int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, i
     *passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     *channels = png_get_channels(png, info);
-    if (png_get_bit_depth(png, info) != 8 || (*channels != 3 && *channels != 4)) {
+    int expectedDepth = (bitDepth == 16 && keep16) ? 16 : 8;
+    if (png_get_bit_depth(png, info) != expectedDepth || (*channels != 3 && *channels != 4)) {
         snprintf(decoder->messages.message, CTHUMB_MESSAGE_CAPACITY,
                  "unexpected PNG layout after transforms (%d channels)", *channels);
         return -1;

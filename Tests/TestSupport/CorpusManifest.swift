@@ -56,11 +56,17 @@ public enum CorpusManifest {
     /// `formats-manifest.tsv`: WebP, GIF, HEIF and AVIF.
     public static func otherFormats() throws(TestFailure) -> [Row] { try formatRows.get() }
 
+    /// `formats-next-manifest.tsv`: JPEG XL, TIFF and HDR files (sets `formats-next/jxl`, `…/tiff`,
+    /// `…/hdr`); OK, EITHER (decoders disagree: a thumbnail or a clean refusal) or ERROR.
+    public static func nextFormats() throws(TestFailure) -> [Row] { try nextRows.get() }
+
     private static let mainRows = Result { () throws(TestFailure) in try load("manifest.tsv") }
+    private static let nextRows = Result { () throws(TestFailure) in try load("formats-next-manifest.tsv", setFolder: "formats-next/") }
     private static let formatRows = Result { () throws(TestFailure) in try load("formats-manifest.tsv") }
 
     /// Reads and parses `name` in the corpus.
-    static func load(_ name: String) throws(TestFailure) -> [Row] {
+    /// `setFolder` goes before each row's set (formats-next's sets are folders of `formats-next/`).
+    static func load(_ name: String, setFolder: String = "") throws(TestFailure) -> [Row] {
         let path = TestPaths.corpusFile(name)
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
@@ -77,11 +83,13 @@ public enum CorpusManifest {
         }
         let (set, file, bytes, sha, format, dims) = (try column("set"), try column("file"), try column("bytes"),
                                                      try column("sha256_16", "sha"), try column("format"), try column("dims"))
-        let (status, expect, detail) = (try column("status"), try column("expect"), try column("decoder_detail", "detail"))
+        let (status, detail) = (try column("status"), try column("decoder_detail", "detail"))
+        // formats-next-manifest.tsv has no expect column: its status says it all.
+        let expect = header.firstIndex(of: "expect")
         let optional = { (name: String) in header.firstIndex(of: name) }
         let (pngClassic, pngcheck, djpeg, pillowInfo, note) = (optional("png_classic"), optional("pngcheck"), optional("djpeg_ljt3.2"),
                                                                optional("pillow_info"), optional("note"))
-        let required = [set, file, bytes, sha, format, dims, status, expect, detail].max() ?? 0
+        let required = [set, file, bytes, sha, format, dims, status, detail].max() ?? 0
         var rows: [Row] = []
         for (number, line) in lines.enumerated() {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
@@ -89,8 +97,8 @@ public enum CorpusManifest {
                 throw TestFailure("\(path), line \(number + 2): \(fields.count) columns, the header has \(header.count)")
             }
             let field = { (index: Int?) in index.flatMap { $0 < fields.count ? fields[$0] : nil } ?? "" }
-            rows.append(Row(set: fields[set], file: fields[file], bytes: Int(fields[bytes]), sha: fields[sha], format: fields[format],
-                            dims: fields[dims], status: fields[status], expect: fields[expect], detail: fields[detail],
+            rows.append(Row(set: setFolder + fields[set], file: fields[file], bytes: Int(fields[bytes]), sha: fields[sha], format: fields[format],
+                            dims: fields[dims], status: fields[status], expect: field(expect), detail: fields[detail],
                             pngClassic: field(pngClassic), pngcheck: field(pngcheck), djpeg: field(djpeg),
                             pillowInfo: field(pillowInfo), note: field(note)))
         }

@@ -50,48 +50,17 @@ struct FormatsManifestWalkTests {
 
     @Test("OK files render for three kinds at their displayed orientation's size", arguments: try FormatsManifest.with(status: "OK"))
     func okFile(_ entry: CorpusManifest.Row) throws {
-        let thumbd = try requireThumbd()
         let shown = try #require(FormatsManifest.displayedSizes[entry.path], "Pillow gave no size for \(entry.file)")
-        let scratch = try ScratchDirectory("formats")
-        defer { scratch.remove() }
-        let folder = scratch.path
-        let result = try MeasuredChild.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder, "--sandbox"]
-                                          + Self.kinds.flatMap { ["--slot", $0] })
+        let result = try FormatsNextWalkTests.render(entry, sandbox: true).result
         try #require(result.exitCode == 0, "\(entry.file): \(result.summary)")
-        let config = try #require(Sample.config)
-        for slot in Self.kinds {
-            let selection = try config.catalog.resolve(slot)
-            let scale = selection.scale ?? selection.kind.scales[0]
-            let pixels = selection.kind.pixelSize(scale: scale)
-            let expected = ExpectedSize.of(sourceWidth: shown.width, sourceHeight: shown.height, slotWidth: pixels.width,
-                                           slotHeight: pixels.height, fill: selection.kind.mode == .fill)
-            // stdout: "PATH: WxH FORMAT, N bytes", one line an output.
-            let name = "\(selection.kind.name)@\(scale)x."
-            let line = try #require(result.stdout.split(separator: "\n").first { $0.contains(name) }, "\(entry.file) @ \(slot): \(result.stdout)")
-            let size = try #require(line.split(separator: " ").first { $0.contains("x") && $0.first?.isNumber == true })
-            #expect(size == "\(expected.width)x\(expected.height)",
-                    "\(entry.file) (\(shown.width)x\(shown.height) shown) @ \(slot): expected \(expected.width)x\(expected.height), got \(line)")
-        }
+        try FormatsNextWalkTests.expectSizes(entry, result, shown: shown)
     }
 
     @Test("ERROR files: exit 65, one line naming the file, nothing left, under 2 s and 200 MB",
           arguments: try FormatsManifest.with(status: "ERROR"))
     func errorFile(_ entry: CorpusManifest.Row) throws {
-        let thumbd = try requireThumbd()
-        let scratch = try ScratchDirectory("formats-error")
-        defer { scratch.remove() }
-        let folder = scratch.path
         for sandbox in [true, false] {
-            let result = try MeasuredChild.run(thumbd, ["render", entry.path, "--config", Paths.sampleConfig, "--out-dir", folder]
-                                              + Self.kinds.flatMap { ["--slot", $0] } + (sandbox ? ["--sandbox"] : []))
-            let mode = sandbox ? "sandboxed" : "in process"
-            #expect(result.exitCode == 65, "\(entry.file) \(mode): \(result.summary)")
-            let naming = result.stderrLines.filter { $0.hasPrefix("thumbd: \(entry.path): ") }
-            #expect(naming.count == 1, "\(entry.file) \(mode): \(result.stderrLines)")
-            #expect(folderContents(folder).isEmpty, "\(entry.file) \(mode): left \(folderContents(folder))")
-            // CPU, not wall time: a loaded test machine stretches the wall clock, never the work done.
-            #expect(result.cpuSeconds < 2, "\(entry.file) \(mode): took \(result.cpuSeconds) s of CPU")
-            #expect(result.maxRSSBytes < Self.maxRSSBytes, "\(entry.file) \(mode): peak RSS \(result.maxRSSBytes >> 20) MB")
+            try FormatsNextWalkTests.expectRefusal(entry, try FormatsNextWalkTests.render(entry, sandbox: sandbox))
         }
     }
 }

@@ -99,18 +99,43 @@ struct GIFHeaderTests {
         #expect(throws: Never.self) { try gifLoader(small) }
     }
 
-    @Test("an LZW code size over 8 is named, and a header cut short says where the data ends")
+    @Test("an LZW code size over 11 is named, and a header cut short says where the data ends")
     func malformedDescriptors() throws {
         var bytes = GIFBuilder.header(width: 2, height: 1, colors: Self.redGreen)
             + GIFBuilder.image(left: 0, top: 0, width: 2, height: 1, indices: [0, 1]) + GIFBuilder.trailer
         let codeSizeAt = GIFBuilder.header(width: 2, height: 1, colors: Self.redGreen).count + 10
         bytes[codeSizeAt] = 0x8F
-        #expect(imagingError { _ = try gifLoader(bytes) } == .undecodable(reason: "GIF first frame: LZW minimum code size 143 is over 8"))
+        #expect(imagingError { _ = try gifLoader(bytes) } == .undecodable(reason: "GIF first frame: LZW minimum code size 143 is over 11 (browsers and GIF89a take at most 11 and 8)"))
+        bytes[codeSizeAt] = 12
+        #expect(imagingError { _ = try gifLoader(bytes) }
+            == .undecodable(reason: "GIF first frame: LZW minimum code size 12 is over 11 (browsers and GIF89a take at most 11 and 8)"))
         let header = GIFBuilder.header(width: 2, height: 1, colors: Self.redGreen)
         #expect(imagingError { _ = try gifLoader(Array(header.prefix(9))) }
             == .undecodable(reason: "GIF header: No screen descriptor detected (the data ends at byte 9)"))
         #expect(imagingError { _ = try gifLoader(header + [0x2C, 0, 0, 0]) }
             == .undecodable(reason: "GIF first frame's descriptor: the data ends at byte \(header.count + 4)"))
+    }
+
+    /// Issue 26's second defect: giflib refuses a minimum code size over 8, Chromium (Skia's
+    /// reader takes sizes below 12), Pillow and libvips decode it. A root code over 255 names
+    /// index `code & 0xFF`, as Skia's byte-wide LZW suffixes make it.
+    @Test("LZW minimum code sizes 9–11 decode as browsers show them", arguments: [9, 10, 11])
+    func wideCodeSizes(_ codeSize: Int) throws {
+        let (width, height) = (37, 61) // over 2000 codes at 11: a clear code mid-frame, rows across sub-blocks
+        let indices = (0..<width * height).map { ($0 % width + $0 / width) % 2 }
+        let roots = indices.enumerated().map { offset, index in offset % 7 == 3 ? index + 256 : index }
+        let bytes = GIFBuilder.header(width: width, height: height, colors: Self.redGreen)
+            + [0x2C] + GIFBuilder.word(0) + GIFBuilder.word(0) + GIFBuilder.word(width) + GIFBuilder.word(height) + [0]
+            + GIFBuilder.wideLZWBlocks(roots, codeSize: codeSize) + GIFBuilder.trailer
+        let frame = try gifLoader(bytes).load(maxShrink: 1, isCancelled: nil)
+        #expect(frame.warning == nil)
+        #expect(frame.pixels.width == width && frame.pixels.height == height && frame.pixels.channels == 3)
+        let expected = indices.flatMap { $0 == 0 ? [255, 0, 0] : [0, 255, 0] as [UInt8] }
+        #expect(frame.pixels.bytes == expected)
+        // Cut inside the LZW data: the rows before the cut, the rest transparent, and why.
+        let cut = try gifLoader(Array(bytes.prefix(bytes.count * 2 / 3))).load(maxShrink: 1, isCancelled: nil)
+        #expect(cut.pixels.channels == 4)
+        #expect(cut.warning?.contains("LZW minimum code size \(codeSize)") == true, "\(cut.warning ?? "no warning")")
     }
 
     @Test("colour indices past the map are opaque black, and a file without any map reads indices as grey, as in Pillow")

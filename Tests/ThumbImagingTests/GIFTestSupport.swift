@@ -100,7 +100,12 @@ enum GIFBuilder {
             while bits >= 8 { data.append(UInt8(accumulator & 0xFF)); accumulator >>= 8; bits -= 8 }
         }
         if bits > 0 { data.append(UInt8(accumulator & 0xFF)) }
-        var out: [UInt8] = [8]
+        return subBlocks(data, codeSize: 8)
+    }
+
+    /// The code size byte, `data` in sub-blocks of at most 255 bytes, and the terminator.
+    static func subBlocks(_ data: [UInt8], codeSize: Int) -> [UInt8] {
+        var out: [UInt8] = [UInt8(codeSize)]
         var offset = 0
         while offset < data.count {
             let length = min(255, data.count - offset)
@@ -108,6 +113,28 @@ enum GIFBuilder {
             offset += length
         }
         return out + [0]
+    }
+
+    /// LZW data of root `codes` (each a literal of the table, which may exceed 255 when the code
+    /// size is over 8) with minimum code size `codeSize`: a clear code first and again before the
+    /// table would reach the next code width, so every code keeps the first width.
+    static func wideLZWBlocks(_ codes: [Int], codeSize: Int) -> [UInt8] {
+        let clear = 1 << codeSize
+        var stream = [clear]
+        for (index, code) in codes.enumerated() {
+            if index > 0 && index % (clear - 8) == 0 { stream.append(clear) }
+            stream.append(code)
+        }
+        stream.append(clear + 1)
+        var data: [UInt8] = []
+        var accumulator = 0, bits = 0
+        for code in stream {
+            accumulator |= code << bits
+            bits += codeSize + 1
+            while bits >= 8 { data.append(UInt8(accumulator & 0xFF)); accumulator >>= 8; bits -= 8 }
+        }
+        if bits > 0 { data.append(UInt8(accumulator & 0xFF)) }
+        return subBlocks(data, codeSize: codeSize)
     }
 
     static let trailer: [UInt8] = [0x3B]

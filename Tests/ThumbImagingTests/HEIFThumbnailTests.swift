@@ -75,6 +75,74 @@ struct HEIFThumbnailTests {
         #expect(loader.decodedImage == .primary)
     }
 
+    /// Issue 26's first defect: a thumbnail of another picture, with another aspect ratio and
+    /// larger than the primary (or smaller along one side only), is never what the output shows.
+    /// The output from the file with that thumbnail must equal the output from the same primary
+    /// encoded without one, on every path (the loader's choice and a render for every kind).
+    @Test(arguments: [(600, 600), (900, 300), (150, 600), (320, 180)])
+    func thumbnailOfAnotherShapeIsNeverRendered(_ size: (Int, Int)) throws {
+        let primary = Self.gradient(width: 300, height: 200, seed: 1)
+        let other = Self.stripes(width: size.0, height: size.1)
+        var settings = EncoderSettings()
+        settings.avifSpeed = 9
+        let withThumbnail = try AVIFEncoder.encode(primary, thumbnail: other, settings: settings, isCancelled: nil)
+        let plain = try AVIFEncoder.encode(primary, thumbnail: nil, settings: settings, isCancelled: nil)
+        // The same file whose thumbnail's `ispe` claims a scaled copy (150x100) of the primary:
+        // libheif's handle then says 150x100 while the decoded thumbnail is the other picture.
+        let lying = try Self.replacingSize(in: withThumbnail, from: size, to: (150, 100))
+        for file in [withThumbnail, lying] {
+            try expectPrimaryRendered(file, plain: plain, size: size)
+        }
+    }
+
+    func expectPrimaryRendered(_ withThumbnail: [UInt8], plain: [UInt8], size: (Int, Int)) throws {
+        for maxShrink in [1.0, 2, 4, 8] {
+            let loader = try HEIFLoader(source: SourceBytes(withThumbnail), format: .avif, limits: ImageLimits())
+            let frame = try loader.load(maxShrink: maxShrink, outputShrink: maxShrink * 2, isCancelled: nil)
+            #expect(loader.decodedImage == .primary, "\(size) at \(maxShrink): \(String(describing: loader.decodedImage))")
+            // Whole blocks of the reduction (the last one partial): 300x200 at 8 is 38x25.
+            let factor = Int(maxShrink)
+            #expect(frame.pixels.width == (300 + factor - 1) / factor && frame.pixels.height == (200 + factor - 1) / factor,
+                    "\(size) at \(maxShrink): \(frame.pixels.width)x\(frame.pixels.height)")
+        }
+        let config = try #require(Sample.config)
+        for slot in ["contact-avatar@2x", "product-grid@3x", "large"] {
+            let selection = try config.catalog.resolve(slot)
+            let request = ThumbnailRequest(kind: selection.kind, scale: selection.scale ?? selection.kind.scales[0])
+            let shown = try Thumbnailer().render(SourceBytes(withThumbnail), request: request)
+            let expected = try Thumbnailer().render(SourceBytes(plain), request: request)
+            #expect(shown.pixels.width == expected.pixels.width && shown.pixels.height == expected.pixels.height,
+                    "\(size) @ \(slot): \(shown.pixels.width)x\(shown.pixels.height), not \(expected.pixels.width)x\(expected.pixels.height)")
+            if shown.pixels.width == expected.pixels.width && shown.pixels.height == expected.pixels.height {
+                let difference = zip(shown.pixels.bytes, expected.pixels.bytes).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                #expect(difference <= 2, "\(size) @ \(slot): differs by \(difference) from the primary's render")
+            }
+        }
+    }
+
+    /// `bytes` with the `ispe` box of size `from` saying `to` instead (exactly one such box).
+    static func replacingSize(in bytes: [UInt8], from: (Int, Int), to: (Int, Int)) throws -> [UInt8] {
+        func be32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+        let pattern = Array("ispe".utf8) + [0, 0, 0, 0] + be32(from.0) + be32(from.1)
+        let starts = (0...(bytes.count - pattern.count)).filter { Array(bytes[$0..<$0 + pattern.count]) == pattern }
+        try #require(starts.count == 1, "\(starts.count) ispe boxes of \(from.0)x\(from.1)")
+        var patched = bytes
+        patched.replaceSubrange(starts[0] + 8..<starts[0] + 16, with: be32(to.0) + be32(to.1))
+        return patched
+    }
+
+    /// Vertical black and white stripes 8 px wide: nothing like `gradient`.
+    static func stripes(width: Int, height: Int) -> PixelBuffer {
+        var pixels = PixelBuffer(width: width, height: height, channels: 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let value: UInt8 = (x / 8) % 2 == 0 ? 0 : 255
+                for channel in 0..<3 { pixels.bytes[(y * width + x) * 3 + channel] = value }
+            }
+        }
+        return pixels
+    }
+
     /// The quality cost of the thumbnail path: the avatar and the grid cell made from the 512-px
     /// thumbnail against the same outputs made from the full 200 MP decode (a loader that is
     /// given no reduction). Measured: see the report numbers in Benchmarks/heif-200mp.sh.

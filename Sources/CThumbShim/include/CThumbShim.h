@@ -147,10 +147,10 @@ CThumb_PNGDecoder *CThumb_PNGDecoderCreate(const uint8_t *data, size_t length, u
                                            uint32_t maxHeight, size_t maxChunkBytes);
 void CThumb_PNGDecoderDestroy(CThumb_PNGDecoder *decoder);
 int CThumb_PNGReadInfo(CThumb_PNGDecoder *decoder, CThumb_PNGInfo *info);
-/// Sets transforms to 8-bit RGB or RGBA (alpha when the image has it, tRNS included), converts
-/// gAMA-tagged data to sRGB when `applyGamma`, and returns the channel count (3 or 4) and the
-/// number of interlace passes.
-int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int *channels, int *passes);
+/// Sets transforms to 8-bit RGB or RGBA (alpha when the image has it, tRNS included), or with
+/// `keep16` a 16-bit image's samples as native 16-bit integers; converts gAMA-tagged data to
+/// sRGB when `applyGamma`, and returns the channel count (3 or 4) and the number of interlace passes.
+int CThumb_PNGStart(CThumb_PNGDecoder *decoder, int applyGamma, int keep16, int *channels, int *passes);
 /// Non-interlaced images: reads the next `count` rows. Returns rows read or -1.
 int CThumb_PNGReadRows(CThumb_PNGDecoder *decoder, uint8_t *rows, size_t rowStride, int count);
 /// Interlaced images: the next `count` of the passes × height row reads (pass by pass, each

@@ -54,10 +54,11 @@ final class PNGDecoder {
         return Array(UnsafeBufferPointer(start: profile, count: Int(info.iccProfileLength)))
     }
 
-    /// Sets up 8-bit RGB(A) output; returns channels (3 or 4) and the interlace passes (1 or 7).
-    func start(applyGamma: Bool) throws(ImagingError) -> (channels: Int, passes: Int) {
+    /// Sets up 8-bit RGB(A) output (with `keep16`, native 16-bit samples for a 16-bit image);
+    /// returns channels (3 or 4) and the interlace passes (1 or 7).
+    func start(applyGamma: Bool, keep16: Bool = false) throws(ImagingError) -> (channels: Int, passes: Int) {
         var channels: Int32 = 0, passes: Int32 = 0
-        guard CThumb_PNGStart(handle, applyGamma ? 1 : 0, &channels, &passes) == 0 else { throw failure() }
+        guard CThumb_PNGStart(handle, applyGamma ? 1 : 0, keep16 ? 1 : 0, &channels, &passes) == 0 else { throw failure() }
         return (Int(channels), Int(passes))
     }
 

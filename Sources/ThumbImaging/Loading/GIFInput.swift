@@ -37,6 +37,23 @@ final class GIFInput {
         return source.pointer[position + offset]
     }
 
+    /// Consumes the next data sub-block (a length byte, then that many bytes) and hands its bytes
+    /// to `body`; nil at the end of the data or at the block terminator (length 0).
+    func nextSubBlock<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
+        guard let length = peek(0), length > 0 else {
+            if peek(0) != nil { position += 1 }
+            return nil
+        }
+        guard Int(length) < source.count - position else {
+            ranShort = true
+            position = source.count
+            return nil
+        }
+        let bytes = UnsafeBufferPointer(start: source.pointer + position + 1, count: Int(length))
+        position += 1 + Int(length)
+        return body(bytes)
+    }
+
     /// A little-endian 16-bit word `offset` bytes past the cursor.
     func peekWord(_ offset: Int) -> Int? {
         guard let low = peek(offset), let high = peek(offset + 1) else { return nil }

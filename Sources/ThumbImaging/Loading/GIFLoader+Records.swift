@@ -78,12 +78,18 @@ extension GIFLoader {
         }
         let localMapBytes = flags & 0x80 != 0 ? 3 << (Int(flags & 0x07) + 1) : 0
         let codeSize = input.peek(9 + localMapBytes)
-        guard DGifGetImageDesc(file) == GIF_OK else {
-            // giflib says "Failed to read" for an LZW code size over 8 too: say what it was.
-            if let codeSize, codeSize > 8 {
-                throw .undecodable(reason: "GIF first frame: LZW minimum code size \(codeSize) is over 8")
+        var wideCodeSize: Int?
+        if DGifGetImageDesc(file) != GIF_OK {
+            // giflib says "Failed to read" for an LZW code size over 8, having read the
+            // descriptor, the colour map and the code size: 9–11 are decoded as Chromium does
+            // (GIFWideCodeDecoder), anything larger is named.
+            guard let codeSize, codeSize > 8, !input.ranShort else {
+                throw .undecodable(reason: GIFReason.describe("first frame's descriptor", code: file.pointee.Error, input: input))
             }
-            throw .undecodable(reason: GIFReason.describe("first frame's descriptor", code: file.pointee.Error, input: input))
+            guard GIFWideCodeDecoder.supportedCodeSizes.contains(Int(codeSize)) else {
+                throw .undecodable(reason: "GIF first frame: LZW minimum code size \(codeSize) is over 11 (browsers and GIF89a take at most 11 and 8)")
+            }
+            wideCodeSize = Int(codeSize)
         }
         let image = file.pointee.Image
         // giflib read the same 9 bytes.
@@ -91,7 +97,7 @@ extension GIFLoader {
             throw .undecodable(reason: "GIF: giflib read another first frame than \(place)")
         }
         let frame = FirstFrame(left: left, top: top, width: width, height: height, interlaced: image.Interlace,
-                               transparentIndex: transparentIndex)
+                               transparentIndex: transparentIndex, wideCodeSize: wideCodeSize)
         return (frame, (canvasWidth, canvasHeight))
     }
 }

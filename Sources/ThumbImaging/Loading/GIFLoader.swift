@@ -28,6 +28,8 @@ final class GIFLoader: FrameLoader {
         var interlaced: Bool
         /// The Graphic Control Extension's transparent colour index, nil when it names none.
         var transparentIndex: Int?
+        /// An LZW minimum code size over 8 (9–11), which `GIFWideCodeDecoder` decodes; nil for giflib's.
+        var wideCodeSize: Int? = nil
 
         /// Whether the frame covers the whole canvas (it always lies inside it).
         func covers(width canvasWidth: Int, height canvasHeight: Int) -> Bool {
@@ -42,6 +44,7 @@ final class GIFLoader: FrameLoader {
     let palette: [UInt8]
     private let file: UnsafeMutablePointer<GifFileType>
     private let input: GIFInput // giflib reads through it: kept alive with the handle
+    private let wideCodes: GIFWideCodeDecoder?
     private var frameRead = false
 
     init(source: SourceBytes, limits: ImageLimits) throws(ImagingError) {
@@ -71,6 +74,7 @@ final class GIFLoader: FrameLoader {
         self.file = file
         self.input = input
         self.frame = frame
+        wideCodes = frame.wideCodeSize.map { GIFWideCodeDecoder(minimumCodeSize: $0, input: input) }
         storedWidth = canvas.width
         storedHeight = canvas.height
     }
@@ -86,12 +90,16 @@ final class GIFLoader: FrameLoader {
 
     /// Decodes one row of the first frame's colour indices (`frame.width` bytes) from giflib.
     func readRow(into indices: UnsafeMutablePointer<UInt8>) -> Bool {
-        DGifGetLine(file, indices, Int32(frame.width)) == GIF_OK
+        if let wideCodes { return wideCodes.readRow(into: indices, count: frame.width) }
+        return DGifGetLine(file, indices, Int32(frame.width)) == GIF_OK
     }
 
-    /// Why giflib's last call failed, with `context`.
+    /// Why giflib's (or the wide-code decoder's) last call failed, with `context`.
     func failureReason(_ context: String) -> String {
-        GIFReason.describe(context, code: file.pointee.Error, input: input)
+        if let wideCodes, let failure = wideCodes.failure {
+            return "GIF \(context): \(failure) (LZW minimum code size \(frame.wideCodeSize ?? 0))"
+        }
+        return GIFReason.describe(context, code: file.pointee.Error, input: input)
     }
 
     /// `limits.check` with the reason saying which size of the file broke which limit.

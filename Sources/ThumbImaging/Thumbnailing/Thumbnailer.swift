@@ -134,7 +134,11 @@ package struct Thumbnailer: Sendable {
         case .jpeg:
             rows = try JPEGRowSource(source, limits: limits, isCancelled: isCancelled)
         case .png:
-            rows = try PNGRowSource(source, limits: limits, isCancelled: isCancelled)
+            if let signal = PNGChunks.hdrSignal(UnsafeRawBufferPointer(start: source.pointer, count: source.count)) {
+                rows = FrameRowSource(try PNGHDRLoader(source: source, signal: signal, limits: limits), isCancelled: isCancelled)
+            } else {
+                rows = try PNGRowSource(source, limits: limits, isCancelled: isCancelled)
+            }
         case let format?:
             guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {
                 throw .unsupportedFormat(reason: "no loader for \(format.name)")

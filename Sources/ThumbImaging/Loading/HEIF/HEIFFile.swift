@@ -121,6 +121,13 @@ final class HEIFDecodedImage {
 
     deinit { heif_image_release(image) }
 
+    /// The decoded frame's size (its colour planes'), which a file's header may misstate.
+    var size: (width: Int, height: Int) {
+        let channel = heif_image_get_colorspace(image) == heif_colorspace_monochrome ? heif_channel_Y
+            : heif_image_has_channel(image, heif_channel_R) != 0 ? heif_channel_R : heif_channel_interleaved
+        return (Int(heif_image_get_width(image, channel)), Int(heif_image_get_height(image, channel)))
+    }
+
     /// libheif's first decoding warning (data it concealed), one line; nil when clean.
     var firstWarning: String? {
         var warning = heif_error()

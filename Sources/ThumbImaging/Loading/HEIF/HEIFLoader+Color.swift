@@ -3,10 +3,9 @@ import CThumbShim
 
 extension HEIFLoader {
     /// The colour space of the decoded pixels, as an ICC profile for the thumbnailer's lcms
-    /// transform to sRGB (nil: sRGB already), and a note when part of it is not honoured.
+    /// transform to sRGB (nil: sRGB already).
     struct ColorDescription {
         var profile: [UInt8]?
-        var warning: String?
     }
 
     /// An embedded ICC profile (`colr` of type `prof` or `rICC`) as it is; otherwise the nclx
@@ -15,9 +14,7 @@ extension HEIFLoader {
     /// (or unspecified) with an sRGB-like transfer are sRGB, anything else gets an ICC profile
     /// built for it (Display P3 = 12, BT.2020 = 9, a linear or pure-gamma transfer).
     ///
-    /// HDR transfers (PQ = 16, HLG = 18) are not tone-mapped: the samples are taken through the
-    /// sRGB curve (with their primaries converted), which shows an HDR photo dim and flat rather
-    /// than wrong in hue, and the frame carries a warning saying so.
+    /// HDR transfers (PQ = 16, HLG = 18) do not come here: `hdrSignal` sends them to the tone mapper.
     static func colorProfile(of image: HEIFImageHandle) -> ColorDescription {
         let type = heif_image_handle_get_color_profile_type(image.handle)
         if type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC {
@@ -39,40 +36,22 @@ extension HEIFLoader {
                            chromaticities: coded)
     }
 
-    /// CIE 1931 xy of the white point and the primaries.
-    struct Chromaticities {
-        var white, red, green, blue: (x: Double, y: Double)
-
-        /// BT.709 / sRGB, D65.
-        static let sRGB = Chromaticities(white: (0.3127, 0.3290), red: (0.64, 0.33), green: (0.30, 0.60), blue: (0.15, 0.06))
-
-        /// Within the diagram: libheif decodes the primaries it knows, an unknown code leaves zeros.
-        var isPlausible: Bool {
-            let points: [(x: Double, y: Double)] = [white, red, green, blue]
-            return points.allSatisfy { point in point.x > 0 && point.x < 1 && point.y > 0 && point.y < 1 }
-        }
-    }
-
     /// Transfer characteristics (ITU-T H.273) taken as the sRGB curve: sRGB itself (13), the
     /// BT.709 family (1, 6, 14, 15: what cameras and encoders write for SDR, and what browsers
     /// and libvips show as sRGB), xvYCC and BT.1361 (11, 12), and unspecified (2).
     static let sRGBLikeTransfers: Set<Int> = [1, 2, 6, 11, 12, 13, 14, 15]
-    /// HDR transfers: PQ (SMPTE ST 2084) and HLG (ARIB STD-B67).
-    static let hdrTransfers: [Int: String] = [16: "PQ", 18: "HLG"]
     /// Pure power laws: linear (8), BT.470 System M (4, 2.2) and System B/G (5, 2.8).
     static let gammaTransfers: [Int: Double] = [8: 1.0, 4: 2.2, 5: 2.8]
 
     /// `chromaticities`: what libheif decoded for `primaries` (used unless those are 1 or 2).
     static func nclxProfile(primaries: Int, transfer: Int, chromaticities coded: Chromaticities) -> ColorDescription {
-        let hdr = hdrTransfers[transfer]
-        let warning = hdr.map { "\($0) (HDR) transfer shown through the sRGB curve, without tone mapping" }
         let gamma = gammaTransfers[transfer]
         let standardPrimaries = primaries == 1 || primaries == 2
-        if standardPrimaries && gamma == nil { return ColorDescription(warning: warning) }
+        if standardPrimaries && gamma == nil { return ColorDescription() }
         var chosen = Chromaticities.sRGB
         if !standardPrimaries {
             // Unknown primaries are taken as sRGB.
-            guard coded.isPlausible else { return ColorDescription(warning: warning) }
+            guard coded.isPlausible else { return ColorDescription() }
             chosen = coded
         }
         let (white, red, green, blue) = ([chosen.white.x, chosen.white.y], [chosen.red.x, chosen.red.y],
@@ -81,8 +60,8 @@ extension HEIFLoader {
         var length = 0
         let status = CThumb_ICCProfileFromPrimaries(white, red, green, blue, gamma == nil ? CThumb_CurveSRGB : CThumb_CurveGamma,
                                                     gamma ?? 0, &profile, &length)
-        guard status == 0, let profile else { return ColorDescription(warning: warning) }
+        guard status == 0, let profile else { return ColorDescription() }
         defer { CThumb_Free(profile) }
-        return ColorDescription(profile: Array(UnsafeBufferPointer(start: profile, count: length)), warning: warning)
+        return ColorDescription(profile: Array(UnsafeBufferPointer(start: profile, count: length)))
     }
 }

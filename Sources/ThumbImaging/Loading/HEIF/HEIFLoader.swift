@@ -51,9 +51,23 @@ final class HEIFLoader: FrameLoader {
 
     func load(maxShrink: Double, outputShrink: Double, isCancelled: CancellationCheck?) throws(ImagingError) -> LoadedFrame {
         if isCancelled?() == true { throw .cancelled }
-        let (image, chosen) = chooseImage(maxShrink: maxShrink, outputShrink: max(maxShrink, outputShrink))
+        var (image, chosen) = chooseImage(maxShrink: maxShrink, outputShrink: max(maxShrink, outputShrink))
+        var decoded = try decode(image)
+        // The sizes the choice was made by are the file's word (`ispe`); the decoded frame is
+        // the truth. A thumbnail whose codestream is another size (another picture, another
+        // shape) is never shown: the primary is decoded instead. A primary that disagrees would
+        // misplace every crop, and was checked against the limits by its word: refused.
+        if decoded.size != (image.width, image.height) {
+            guard chosen != .primary else {
+                throw .undecodable(reason: "HEIF: the primary image decodes to \(decoded.size.width)x\(decoded.size.height), not the \(image.width)x\(image.height) its header declares")
+            }
+            (image, chosen) = (primary, .primary)
+            decoded = try decode(primary)
+            if decoded.size != (primary.width, primary.height) {
+                throw .undecodable(reason: "HEIF: the primary image decodes to \(decoded.size.width)x\(decoded.size.height), not the \(primary.width)x\(primary.height) its header declares")
+            }
+        }
         decodedImage = chosen
-        let decoded = try decode(image)
         // A single libde265 or dav1d decode cannot be interrupted inside libheif 1.15: its
         // decoding options offer progress callbacks (per grid tile) but no way to stop, so the
         // checks are between steps; the worker's deadline kill covers one long decode.
@@ -62,10 +76,18 @@ final class HEIFLoader: FrameLoader {
         // plan's shrink-on-load (what is left of `maxShrink` after a thumbnail's own reduction).
         let loadedShrink = Double(storedWidth) / Double(max(1, image.width))
         let reduction = Self.integerReduction(maxShrink / loadedShrink)
-        let pixels = try Self.interleave(decoded, premultiplied: image.isPremultiplied, reduction: reduction,
+        let pixels: PixelBuffer
+        let color: ColorDescription
+        if let signal = Self.hdrSignal(of: image, decoded: decoded) {
+            // PQ and HLG: tone-mapped to sRGB here, in linear light, before the resampler.
+            pixels = try Self.toneMapped(decoded, signal: signal, premultiplied: image.isPremultiplied, reduction: reduction,
                                          isCancelled: isCancelled)
-        let color = Self.colorProfile(of: image)
-        let warnings = [file.truncationWarning, decoded.firstWarning, color.warning].compactMap { $0 }
+            color = ColorDescription()
+        } else {
+            pixels = try Self.interleave(decoded, premultiplied: image.isPremultiplied, reduction: reduction, isCancelled: isCancelled)
+            color = Self.colorProfile(of: image)
+        }
+        let warnings = [file.truncationWarning, decoded.firstWarning].compactMap { $0 }
         // Block i of the reduction covers image pixels [i × reduction, (i + 1) × reduction).
         let scale = (x: Double(storedWidth) / Double(max(1, image.width)) * Double(max(1, reduction)),
                      y: Double(storedHeight) / Double(max(1, image.height)) * Double(max(1, reduction)))
