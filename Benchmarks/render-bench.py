@@ -51,7 +51,7 @@ BENCH_DIR = Path(tempfile.gettempdir()) / "thumbbench"
 # The large photos converted to each new input format (made once, kept under $TMPDIR).
 FORMATS_DIR = Path(tempfile.gettempdir()) / "thumbbench-formats"
 REAL_HEIC = ["pillow_heif__pug.heic", "pillow_heif__arrow.heic", "pillow_heif__xiaomi.heic"]
-INPUT_FORMATS = ("webp", "gif", "heic", "avif")
+INPUT_FORMATS = ("webp", "gif", "heic", "avif", "tiff")
 RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
 # The decode floor (Benchmarks/decode-floor.c), compiled by gcc into $TMPDIR.
 FLOOR_SOURCE = PACKAGE / "Benchmarks/decode-floor.c"
@@ -124,8 +124,10 @@ def ensure_bench_corpus():
         subprocess.run([sys.executable, str(GEN_CORPUS), "--out", str(BENCH_DIR), "--jobs", "2"], check=True)
 
 
-def prepare_groups(tmp, quick):
-    """Returns {group: {"files": [...], "unique": [...]}}; files are what gets timed."""
+def prepare_groups(tmp, quick, wanted=None):
+    """Returns {group: {"files": [...], "unique": [...]}}; files are what gets timed. Only the
+    `wanted` groups (all when None) are made: converting to AVIF or generating the bench corpus
+    takes minutes."""
     photos = sorted(LARGE_PHOTOS.glob("*.jpg"))
     loops = math.ceil((30 if quick else 100) / len(photos))
     loop_dir = fresh_dir(tmp, "large-photos")
@@ -135,7 +137,10 @@ def prepare_groups(tmp, quick):
             link = loop_dir / f"r{i:02d}-{photo.name}"
             link.symlink_to(photo)
             looped.append(link)
-    ensure_bench_corpus()
+    def want(name):
+        return not wanted or name in wanted
+    if want("bench-jpeg") or want("bench-png"):
+        ensure_bench_corpus()
     jpegs, pngs = sorted(BENCH_DIR.glob("jpg-*.jpg")), sorted(BENCH_DIR.glob("png-*.png"))
     if quick:
         jpegs, pngs = spread(jpegs, 20), spread(pngs, 16)
@@ -145,16 +150,20 @@ def prepare_groups(tmp, quick):
         "bench-png": {"files": pngs, "unique": pngs},
     }
     for fmt in INPUT_FORMATS:
+        if not want(f"input-{fmt}"):
+            continue
         converted = converted_photos(photos, fmt)
         if fmt == "heic":
             converted += [SHARED / "corpus/formats/heif" / name for name in REAL_HEIC]
         groups[f"input-{fmt}"] = {"files": converted, "unique": converted}
-    return groups
+    return {name: group for name, group in groups.items() if want(name)}
 
 
 def converted_photos(photos, fmt):
     """The large photos, upright (EXIF applied, so both tools see the same pixels), saved as
-    `fmt` by Pillow (pillow-heif for HEIC): WebP q90, HEIC q90, AVIF q80, GIF 256 colours."""
+    `fmt` by Pillow (pillow-heif for HEIC): WebP q90, HEIC q90, AVIF q80, GIF 256 colours; for
+    TIFF two files a photo, as archives and scanners write them: striped LZW (Pillow) and
+    256-px tiles of JPEG q90 (libvips' tiffsave of that file), neither with reduced pages."""
     out_dir = FORMATS_DIR / fmt
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
@@ -171,10 +180,18 @@ def converted_photos(photos, fmt):
                     upright.save(scratch, format="HEIF", quality=90)
                 elif fmt == "avif":
                     upright.save(scratch, format="AVIF", quality=80)
+                elif fmt == "tiff":
+                    upright.save(scratch, format="TIFF", compression="tiff_lzw")
                 else:
                     upright.save(scratch, format="WEBP", quality=90)
                 scratch.rename(target)
         files.append(target)
+        if fmt == "tiff":
+            tiles = out_dir / f"{photo.stem}-tiles.tif"
+            if not tiles.exists() or tiles.stat().st_mtime < target.stat().st_mtime:
+                subprocess.run(["vips", "tiffsave", str(target), str(tiles), "--tile", "--tile-width", "256",
+                                "--tile-height", "256", "--compression", "jpeg", "--Q", "90"], check=True)
+            files.append(tiles)
     return files
 
 
@@ -539,7 +556,7 @@ def main():
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         config = write_config(tmp, args.dct_margin, args.box_margin)
-        groups = {} if args.floor_only else prepare_groups(tmp, args.quick)
+        groups = {} if args.floor_only else prepare_groups(tmp, args.quick, args.group)
         results = [] if args.floor_only else [
             bench_group(name, group, slot, tmp, args, config)
             for name, group in groups.items() if not args.group or name in args.group

@@ -31,6 +31,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case heif
     /// WebP source bytes through the same Thumbnailer door (seeds: the corpus's WebP files).
     case webp
+    /// TIFF source bytes through the same door (libtiff; seeds: the corpus's formats-next/tiff files).
+    case tiff
     /// A progressive JPEG's scan selection at 1/8 (`CThumb_JPEGKeepScans`), checked against the whole decode.
     case jpegDCScans = "jpeg-dc-scans"
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
@@ -51,7 +53,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .signaturesBody: HTTPDoors.signatures(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
-        case .jpeg, .png, .gif, .heif, .webp: ImageDoors.thumbnails(of: bytes)
+        case .jpeg, .png, .gif, .heif, .webp, .tiff: ImageDoors.thumbnails(of: bytes)
         case .jpegDCScans: JPEGScanDoors.dcScans(bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)

@@ -205,4 +205,6 @@ int CThumb_ICCProfileFromPrimaries(const double white[2], const double red[2], c
 
 void CThumb_Free(void *pointer);
 
+#include "CThumbShim-TIFF.h"
+
 #endif

@@ -1,6 +1,6 @@
 /// What a source is, by its content (magic bytes, the ISO-BMFF `ftyp` brands), never by its name.
 package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
-    case jpeg, png, webp, gif, heif, avif
+    case jpeg, png, webp, gif, heif, avif, tiff
 
     /// HEIF brands (ISO/IEC 23008-12): HEVC stills and sequences, and the generic image brands.
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2"]
@@ -22,6 +22,9 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         // "GIF8": giflib tells 87a from 89a and names a damaged signature.
         if matches(0, "GIF8") { return .gif }
         if matches(4, "ftyp") { return brandFormat(bytes) }
+        // Byte order, then 42 (classic TIFF) or 43 (BigTIFF) in that order.
+        if count >= 4, matches(0, "II"), (bytes[2] == 42 || bytes[2] == 43), bytes[3] == 0 { return .tiff }
+        if count >= 4, matches(0, "MM"), bytes[2] == 0, (bytes[3] == 42 || bytes[3] == 43) { return .tiff }
         return nil
     }
 
@@ -56,6 +59,7 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         case .gif: "GIF"
         case .heif: "HEIF"
         case .avif: "AVIF"
+        case .tiff: "TIFF"
         }
     }
 }

@@ -1,5 +1,5 @@
 /// One loader interface for the formats whose libraries hand over a whole frame (WebP, GIF,
-/// HEIF/AVIF), in libvips' manner: the header first (checked against limits before any pixel
+/// HEIF/AVIF, TIFF), in libvips' manner: the header first (checked against limits before any pixel
 /// buffer exists), then the pixels at the least resolution the plan allows — a shrink-on-load
 /// hint in, pixels out. The thumbnailer does the rest (block shrink, Lanczos, colour,
 /// orientation, mask) exactly as for JPEG and PNG.
@@ -57,6 +57,7 @@ extension SourceFormat {
         case .webp: try WebPLoader(source: source, limits: limits)
         case .gif: try GIFLoader(source: source, limits: limits)
         case .heif, .avif: try HEIFLoader(source: source, format: self, limits: limits)
+        case .tiff: try TIFFLoader(source: source, limits: limits)
         }
     }
 }
