@@ -1,6 +1,6 @@
 /// What a source is, by its content (magic bytes, the ISO-BMFF `ftyp` brands), never by its name.
 package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
-    case jpeg, png, webp, gif, heif, avif
+    case jpeg, png, webp, gif, heif, avif, jxl
 
     /// HEIF brands (ISO/IEC 23008-12): HEVC stills and sequences, and the generic image brands.
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2"]
@@ -22,6 +22,12 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         // "GIF8": giflib tells 87a from 89a and names a damaged signature.
         if matches(0, "GIF8") { return .gif }
         if matches(4, "ftyp") { return brandFormat(bytes) }
+        // JPEG XL: a bare codestream (FF 0A) or the container's signature box
+        // (00 00 00 0C "JXL " 0D 0A 87 0A), as libjxl's JxlSignatureCheck tells them.
+        if count >= 2, bytes[0] == 0xFF, bytes[1] == 0x0A { return .jxl }
+        if count >= 12, matches(4, "JXL "),
+           [0x00, 0x00, 0x00, 0x0C].enumerated().allSatisfy({ bytes[$0.offset] == $0.element }),
+           [0x0D, 0x0A, 0x87, 0x0A].enumerated().allSatisfy({ bytes[8 + $0.offset] == $0.element }) { return .jxl }
         return nil
     }
 
@@ -56,6 +62,7 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         case .gif: "GIF"
         case .heif: "HEIF"
         case .avif: "AVIF"
+        case .jxl: "JPEG XL"
         }
     }
 }
