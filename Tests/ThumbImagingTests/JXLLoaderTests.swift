@@ -114,7 +114,7 @@ struct JXLLoaderTests {
             _ = try Self.loader("bicycles.jxl", limits: pixels)
         }
         var memory = ImageLimits()
-        memory.maxDecoderMemoryBytes = 16 << 20
+        memory.maxDecoderMemoryBytes = 4 << 20
         let memoryReason = Self.tooLargeReason(try Self.attempt("bicycles.jxl", limits: memory))
         #expect(memoryReason?.contains("decoder memory limit") == true, "\(memoryReason ?? "not refused as too large")")
     }

@@ -61,11 +61,12 @@ final class JXLLoader: FrameLoader {
     }
 
     /// What a decode holds at its peak, bytes: the output buffer thumbd allocates (width × height ×
-    /// channels × bytes per sample) and libjxl's own working memory. libjxl 0.7 keeps the frame
-    /// in 32-bit samples (float planes for VarDCT, int32 channels for modular), every channel
-    /// including the extra ones, and about as much again in its render pipeline and group
-    /// buffers: 8 bytes per sample. Measured with djxl (no threads) on a 4000x3000 photo:
-    /// 364 MB peak for lossy (XYB), 334 MB for lossless, where this gives 36 + 288 = 324 MB.
+    /// channels × bytes per sample) and libjxl's own working memory, taken as one 32-bit sample
+    /// per pixel of every channel, extra ones included: what libjxl 0.7 keeps whole for a frame
+    /// it cannot render group by group (a progressive or multi-layer frame, modular channels,
+    /// reference frames for patches); a plain frame needs less. Measured with `thumbd render` (no
+    /// sandbox) on a 4000x3000 photo: 100 MB peak for lossy (XYB, -d 1) and 72 MB for lossless,
+    /// where this gives 36 + 144 = 180 MB; djxl itself peaks at 364 MB (it keeps a float copy).
     static func decoderMemoryBytes(width: Int, height: Int, channels: Int, outputChannels: Int, bytesPerSample: Int) -> Int {
         func product(_ values: Int...) -> Int {
             values.reduce(1) { total, value in
@@ -74,7 +75,7 @@ final class JXLLoader: FrameLoader {
             }
         }
         let output = product(width, height, outputChannels, bytesPerSample)
-        let working = product(width, height, channels, 8)
+        let working = product(width, height, channels, 4)
         let (sum, overflow) = output.addingReportingOverflow(working)
         return overflow ? Int.max : sum
     }
