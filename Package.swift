@@ -25,6 +25,7 @@ let package = Package(
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CHeif", path: "Sources/CHeif", pkgConfig: "libheif"),
         .systemLibrary(name: "CTIFF", path: "Sources/CTIFF", pkgConfig: "libtiff-4"),
+        .systemLibrary(name: "CJXL", path: "Sources/CJXL", pkgConfig: "libjxl"),
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here, and
@@ -35,7 +36,7 @@ let package = Package(
         // The bottom of the house: the system-call funnel, file identity, whole-file reads and
         // writes. Everything it declares is `package`: no module exports a syscall as API.
         .target(name: "ThumbSystem", dependencies: ["CThumbSystem"], swiftSettings: internalImports),
-        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF"], swiftSettings: internalImports),
+        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF", "CJXL"], swiftSettings: internalImports),
         // SCM_RIGHTS (CMSG_* macros), prctl, posix_spawn's closefrom and the seccomp allow-list.
         .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
@@ -93,7 +94,7 @@ if Context.environment["THUMBD_FUZZ"] != nil {
     // Named here, not listed from the folder: SwiftPM caches a manifest's evaluation by its text
     // (in ~/.cache), so a folder added later stayed unseen by a cached listing (CI: "no such file
     // fuzz-jpeg-dc-scans"). scripts/fuzz refuses to run when this list and Fuzz/Targets differ.
-    let doors = ["asset-list", "focus-body", "gif", "heif", "http-request", "job-line", "jpeg", "jpeg-dc-scans", "kind-config", "placeholders-body", "png", "prefetch-body",
+    let doors = ["asset-list", "focus-body", "gif", "heif", "http-request", "job-line", "jpeg", "jpeg-dc-scans", "jxl", "kind-config", "placeholders-body", "png", "prefetch-body",
                  "redis-fields", "signatures-body", "slot-spec", "tiff", "webp", "worker-answer", "worker-render"]
     for door in doors {
         package.targets.append(.executableTarget(name: "fuzz-\(door)", dependencies: ["FuzzDoors"], path: "Fuzz/Targets/\(door)",

@@ -51,7 +51,9 @@ BENCH_DIR = Path(tempfile.gettempdir()) / "thumbbench"
 # The large photos converted to each new input format (made once, kept under $TMPDIR).
 FORMATS_DIR = Path(tempfile.gettempdir()) / "thumbbench-formats"
 REAL_HEIC = ["pillow_heif__pug.heic", "pillow_heif__arrow.heic", "pillow_heif__xiaomi.heic"]
-INPUT_FORMATS = ("webp", "gif", "heic", "avif", "tiff")
+INPUT_FORMATS = ("webp", "gif", "heic", "avif", "tiff", "jxl")
+# JPEG XL: this many large photos as lossy (cjxl -d 1, XYB), and one of them lossless (-d 0).
+JXL_LOSSY_PHOTOS = 4
 RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
 # The decode floor (Benchmarks/decode-floor.c), compiled by gcc into $TMPDIR.
 FLOOR_SOURCE = PACKAGE / "Benchmarks/decode-floor.c"
@@ -152,7 +154,7 @@ def prepare_groups(tmp, quick, wanted=None):
     for fmt in INPUT_FORMATS:
         if not want(f"input-{fmt}"):
             continue
-        converted = converted_photos(photos, fmt)
+        converted = jxl_photos(photos) if fmt == "jxl" else converted_photos(photos, fmt)
         if fmt == "heic":
             converted += [SHARED / "corpus/formats/heif" / name for name in REAL_HEIC]
         groups[f"input-{fmt}"] = {"files": converted, "unique": converted}
@@ -193,6 +195,39 @@ def converted_photos(photos, fmt):
                                 "--tile-height", "256", "--compression", "jpeg", "--Q", "90"], check=True)
             files.append(tiles)
     return files
+
+
+def jxl_photos(photos):
+    """JPEG XL made by cjxl from upright PNGs of the large photos: JXL_LOSSY_PHOTOS of them lossy
+    (-d 1, XYB: what a camera or an export writes) and the first lossless (-d 0 -e 3: modular)."""
+    out_dir = FORMATS_DIR / "jxl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = spread(photos, JXL_LOSSY_PHOTOS)
+    files = []
+    for photo, distance in [(p, "1") for p in chosen] + [(chosen[0], "0")]:
+        target = out_dir / f"{photo.stem}-d{distance}.jxl"
+        if not target.exists() or target.stat().st_mtime < photo.stat().st_mtime:
+            print(f"converting {photo.name} to JPEG XL -d {distance} ...", flush=True)
+            upright = out_dir / f"{photo.stem}.png"
+            with Image.open(photo) as im:
+                ImageOps.exif_transpose(im).convert("RGB").save(upright, compress_level=1)
+            scratch = target.with_suffix(".tmp")
+            effort = ["-e", "3"] if distance == "0" else []
+            subprocess.run(["cjxl", str(upright), str(scratch), "-d", distance, *effort], check=True, capture_output=True)
+            scratch.rename(target)
+        files.append(target)
+    return files
+
+
+def readable_by_pillow(src):
+    """A JPEG XL (which Pillow does not read) as djxl's PNG beside it, made once; others as they are."""
+    src = Path(src)
+    if src.suffix != ".jxl":
+        return src
+    png = src.with_suffix(".djxl.png")
+    if not png.exists() or png.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run(["djxl", str(src), str(png)], check=True, capture_output=True)
+    return png
 
 
 def spread(items, k):
@@ -257,7 +292,7 @@ def median_ms(files, slot, tmp, config):
 
 def reference(src, size, fill):
     """Float32 RGB Pillow Lanczos reference of `size` (w, h): no 8-bit rounding."""
-    with Image.open(src) as im:
+    with Image.open(readable_by_pillow(src)) as im:
         rgb = ImageOps.exif_transpose(im).convert("RGB")
     W, H = rgb.size
     w, h = size

@@ -29,6 +29,8 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case jpeg, png, gif
     /// HEIF and AVIF source bytes through the Thumbnailer (libheif, libde265, dav1d).
     case heif
+    /// JPEG XL source bytes through the Thumbnailer (libjxl, single-threaded).
+    case jxl
     /// WebP source bytes through the same Thumbnailer door (seeds: the corpus's WebP files).
     case webp
     /// TIFF source bytes through the same door (libtiff; seeds: the corpus's formats-next/tiff files).
@@ -53,7 +55,7 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .signaturesBody: HTTPDoors.signatures(body: bytes)
         case .jobLine: TextDoors.jobLine(bytes)
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
-        case .jpeg, .png, .gif, .heif, .webp, .tiff: ImageDoors.thumbnails(of: bytes)
+        case .jpeg, .png, .gif, .heif, .jxl, .webp, .tiff: ImageDoors.thumbnails(of: bytes)
         case .jpegDCScans: JPEGScanDoors.dcScans(bytes)
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)

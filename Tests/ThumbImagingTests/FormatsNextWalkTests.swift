@@ -6,7 +6,7 @@ import ThumbImaging
 /// The rows of `formats-next-manifest.tsv` (JPEG XL, TIFF, HDR) of the sets thumbd reads.
 enum FormatsNext {
     /// The sets walked: each format's folder joins when its loader does.
-    static let walkedSets: Set<String> = ["formats-next/hdr", "formats-next/tiff"]
+    static let walkedSets: Set<String> = ["formats-next/hdr", "formats-next/tiff", "formats-next/jxl"]
 
     static func rows(status: String) throws -> [CorpusManifest.Row] {
         try CorpusManifest.nextFormats().filter { walkedSets.contains($0.set) && $0.status == status }

@@ -55,13 +55,13 @@ struct HDRToneMappingTests {
     static func hdrFiles() throws -> [CorpusManifest.Row] {
         try CorpusManifest.nextFormats().filter {
             $0.status == "OK" && ($0.detail.contains("transfer=16 (PQ)") || $0.detail.contains("transfer=18 (HLG)"))
-                && ($0.format == "AVIF" || $0.format == "HEIF" || $0.format == "PNG")
+                && ["AVIF", "HEIF", "PNG", "JXL"].contains($0.format)
         }
     }
 
     @Test func theHDRFilesAreThere() throws {
         let rows = try Self.hdrFiles()
-        #expect(rows.count == 6)
+        #expect(rows.count == 8)
         #expect(rows.contains { $0.detail.contains("HLG") && $0.format == "PNG" })
     }
 
@@ -108,11 +108,15 @@ struct HDRToneMappingTests {
         var sixteen = entry.path
         if entry.format != "PNG" {
             sixteen = scratch.path + "/decoded.png"
-            let converted = try ChildProcess.run("/usr/bin/env", ["heif-convert", entry.path, sixteen])
-            try #require(converted.exitCode == 0, "heif-convert (libheif-examples): \(converted.summary)")
+            // djxl writes a non-XYB file's samples as coded (PQ), 16 bits.
+            let tool = entry.format == "JXL" ? ["djxl", entry.path, sixteen, "--bits_per_sample=16"] : ["heif-convert", entry.path, sixteen]
+            let converted = try ChildProcess.run("/usr/bin/env", tool)
+            try #require(converted.exitCode == 0, "\(tool[0]) (libheif-examples, libjxl-tools): \(converted.summary)")
         }
         let peak = entry.detail.firstMatch(of: /clli (\d+)\//).map { String($0.1) } ?? "1000"
-        let primaries = entry.detail.contains("BT.2020") || entry.detail.contains("Rec.2100") ? "2020"
+        // A grey PQ file is grey whatever its primaries.
+        let primaries = entry.detail.contains("Grayscale") ? "709"
+            : entry.detail.contains("BT.2020") || entry.detail.contains("Rec.2100") ? "2020"
             : entry.detail.contains("Display P3") ? "p3" : "709"
         let transfer = entry.detail.contains("HLG") ? "hlg" : "pq"
         let script = """
@@ -122,8 +126,9 @@ struct HDRToneMappingTests {
             subprocess.run(['vips', 'rawsave', path, raw], check=True)
             head = lambda f: subprocess.run(['vipsheader', '-f', f, path], check=True, capture_output=True, text=True).stdout.strip()
             w, h, bands, fmt = int(head('width')), int(head('height')), int(head('bands')), head('format')
-            assert 'USHORT' in fmt.upper() and bands in (3, 4), (fmt, bands)
-            e = np.fromfile(raw, dtype=np.uint16).reshape(h, w, bands)[:, :, :3].astype(np.float64) / 65535.0
+            assert 'USHORT' in fmt.upper() and bands in (1, 2, 3, 4), (fmt, bands)
+            e = np.fromfile(raw, dtype=np.uint16).reshape(h, w, bands).astype(np.float64) / 65535.0
+            e = np.repeat(e[:, :, :1], 3, axis=2) if bands <= 2 else e[:, :, :3]
             m1, m2, c1, c2, c3 = 0.1593017578125, 78.84375, 0.8359375, 18.8515625, 18.6875
             def pq_to_nits(v):
                 p = np.power(np.clip(v, 0, 1), 1 / m2)

@@ -129,7 +129,7 @@ struct TIFFHostileTests {
     }
 }
 
-/// A thread-safe count of cancellation questions.
+/// A thread-safe count of cancellation questions (TIFF and JPEG XL tests).
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

@@ -1,6 +1,6 @@
 /// What a source is, by its content (magic bytes, the ISO-BMFF `ftyp` brands), never by its name.
 package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
-    case jpeg, png, webp, gif, heif, avif, tiff
+    case jpeg, png, webp, gif, heif, avif, tiff, jxl
 
     /// HEIF brands (ISO/IEC 23008-12): HEVC stills and sequences, and the generic image brands.
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2"]
@@ -25,6 +25,12 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         // Byte order, then 42 (classic TIFF) or 43 (BigTIFF) in that order.
         if count >= 4, matches(0, "II"), (bytes[2] == 42 || bytes[2] == 43), bytes[3] == 0 { return .tiff }
         if count >= 4, matches(0, "MM"), bytes[2] == 0, (bytes[3] == 42 || bytes[3] == 43) { return .tiff }
+        // JPEG XL: a bare codestream (FF 0A) or the container's signature box
+        // (00 00 00 0C "JXL " 0D 0A 87 0A), as libjxl's JxlSignatureCheck tells them.
+        if count >= 2, bytes[0] == 0xFF, bytes[1] == 0x0A { return .jxl }
+        if count >= 12, matches(4, "JXL "),
+           [0x00, 0x00, 0x00, 0x0C].enumerated().allSatisfy({ bytes[$0.offset] == $0.element }),
+           [0x0D, 0x0A, 0x87, 0x0A].enumerated().allSatisfy({ bytes[8 + $0.offset] == $0.element }) { return .jxl }
         return nil
     }
 
@@ -60,6 +66,7 @@ package enum SourceFormat: String, Sendable, Hashable, CaseIterable {
         case .heif: "HEIF"
         case .avif: "AVIF"
         case .tiff: "TIFF"
+        case .jxl: "JPEG XL"
         }
     }
 }

@@ -1,5 +1,5 @@
 /// One loader interface for the formats whose libraries hand over a whole frame (WebP, GIF,
-/// HEIF/AVIF, TIFF), in libvips' manner: the header first (checked against limits before any pixel
+/// HEIF/AVIF, TIFF, JPEG XL), in libvips' manner: the header first (checked against limits before any pixel
 /// buffer exists), then the pixels at the least resolution the plan allows — a shrink-on-load
 /// hint in, pixels out. The thumbnailer does the rest (block shrink, Lanczos, colour,
 /// orientation, mask) exactly as for JPEG and PNG.
@@ -10,7 +10,7 @@ protocol FrameLoader: AnyObject {
     /// is the displayed image (libheif applies `irot`, `imir` and `clap` itself).
     var storedWidth: Int { get }
     var storedHeight: Int { get }
-    /// What still has to be applied to show the frame upright (EXIF for WebP; `.up` for GIF and HEIF).
+    /// What still has to be applied to show the frame upright (EXIF for WebP; `.up` for GIF, HEIF and JPEG XL).
     var orientation: Orientation { get }
 
     /// The frame, reduced by at most `maxShrink` along each axis (1 = full resolution): a
@@ -58,6 +58,7 @@ extension SourceFormat {
         case .gif: try GIFLoader(source: source, limits: limits)
         case .heif, .avif: try HEIFLoader(source: source, format: self, limits: limits)
         case .tiff: try TIFFLoader(source: source, limits: limits)
+        case .jxl: try JXLLoader(source: source, limits: limits)
         }
     }
 }

@@ -137,7 +137,7 @@ final class PNGRowSource: RowSource {
     }
 }
 
-/// Frame-at-once formats (WebP, GIF, HEIF, AVIF, TIFF): the loader's reduced frame, handed out as rows.
+/// Frame-at-once formats (WebP, GIF, HEIF, AVIF, TIFF, JPEG XL): the loader's reduced frame, handed out as rows.
 final class FrameRowSource: RowSource {
     let loader: any FrameLoader
     let isCancelled: CancellationCheck?

@@ -145,7 +145,7 @@ package struct Thumbnailer: Sendable {
             }
             rows = FrameRowSource(loader, isCancelled: isCancelled)
         case nil:
-            throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF, AVIF or TIFF (\(source.leadingBytesDescription))")
+            throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF, AVIF, TIFF or JPEG XL (\(source.leadingBytesDescription))")
         }
         let decoded = try renderRows(rows, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         let images = zip(requests, decoded).map { request, decoded in

@@ -9,7 +9,7 @@ import ThumbImaging
 enum AssetNames {
     /// Extensions of source images, lowercase, without the dot. Compared case-insensitively.
     /// The name only chooses what is watched: the decoder goes by the content.
-    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "webp", "gif", "heic", "heif", "avif", "tif", "tiff"]
+    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "webp", "gif", "heic", "heif", "avif", "tif", "tiff", "jxl"]
 
     /// A hidden name (`.name.tmp`, `.git`, `.Trash-1000`): temp files being written, tool folders.
     /// Neither hidden files nor hidden folders are assets.

@@ -3,9 +3,10 @@ import CThumbShim
 
 extension HEIFLoader {
     /// The colour space of the decoded pixels, as an ICC profile for the thumbnailer's lcms
-    /// transform to sRGB (nil: sRGB already).
+    /// transform to sRGB (nil: sRGB already), and a note when part of it is not honoured.
     struct ColorDescription {
         var profile: [UInt8]?
+        var warning: String?
     }
 
     /// An embedded ICC profile (`colr` of type `prof` or `rICC`) as it is; otherwise the nclx

@@ -133,25 +133,8 @@ extension HEIFLoader {
                             sums[block] = sum
                         }
                     }
-                    let rows = UInt64(bottom - top)
-                    var at = outputY * outputWidth * channels
-                    for block in 0..<outputWidth {
-                        let count = rows * UInt64(min(block * factor + factor, width) - block * factor)
-                        let sum = sums[block]
-                        if hasAlpha {
-                            let alphaSum = sum[3]
-                            for channel in 0..<3 {
-                                // Σ colour × alpha / Σ alpha, in alpha units: the straight colour.
-                                out[at + channel] = alphaSum == 0 ? 0 : byte(sum[channel], alphaSum)
-                            }
-                            out[at + 3] = UInt8(min(255, (alphaSum &* 255 &+ count &* alphaMaximum / 2) / (count &* alphaMaximum)))
-                        } else {
-                            for channel in 0..<3 {
-                                out[at + channel] = byte(sum[channel], count)
-                            }
-                        }
-                        at += channels
-                    }
+                    BlockSums.storeRow(sums, rows: bottom - top, width: width, factor: factor, hasAlpha: hasAlpha,
+                                       alphaMaximum: alphaMaximum, into: out, at: outputY * outputWidth * channels, byte: byte)
                 }
             }
         }

@@ -1,0 +1,2 @@
+#include <jxl/decode.h>
+#include <jxl/color_encoding.h>
