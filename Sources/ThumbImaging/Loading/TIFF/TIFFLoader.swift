@@ -38,6 +38,9 @@ final class TIFFLoader: FrameLoader {
     let first: TIFFDirectory
     let route: Route
     let limits: ImageLimits
+    /// The first page's ICC profile: a reduced page describes the same pixels, whether or not
+    /// its writer repeated the tag.
+    let iccProfile: [UInt8]?
 
     /// Directories of the main chain looked at for reduced copies: a pyramid of a 65 500-px
     /// page has 12 levels. Reading a directory costs only its tags.
@@ -54,6 +57,7 @@ final class TIFFLoader: FrameLoader {
         route = try Self.route(for: first)
         try Self.checkCost(first, route: route, limits: limits)
         self.limits = limits
+        iccProfile = file.iccProfile()
         storedWidth = first.width
         storedHeight = first.height
         orientation = first.orientation
@@ -131,15 +135,14 @@ final class TIFFLoader: FrameLoader {
         file.clearMessages()
         let pageShrink = Double(storedWidth) / Double(max(1, page.width))
         let reduction = HEIFLoader.integerReduction(maxShrink / pageShrink)
-        let icc = file.iccProfile()
-        var pixels = try decode(page, reduction: reduction, iccProfile: icc, isCancelled: isCancelled)
-        var warnings = [file.warning].compactMap { $0 }
-        if let error = file.error { warnings.append("libtiff: \(error) (parts of the image may be missing)") }
-        if pixels.warning.map({ warnings.append($0) }) != nil { pixels.warning = nil }
+        let pixels = try decode(page, reduction: reduction, iccProfile: iccProfile, isCancelled: isCancelled)
+        let decodeError = file.error.map { "libtiff: \($0) (parts of the image may be missing)" }
+        let warnings = [file.warning, decodeError, pixels.warning].compactMap { $0 }
         // Block i of the reduction covers page pixels [i × reduction, (i + 1) × reduction).
         let scale = (x: Double(storedWidth) / Double(max(1, page.width)) * Double(reduction),
                      y: Double(storedHeight) / Double(max(1, page.height)) * Double(reduction))
-        return LoadedFrame(pixels: pixels.buffer, iccProfile: route == .cmyk ? nil : icc,
+        // CMYK was converted through its profile while decoding: the pixels are sRGB now.
+        return LoadedFrame(pixels: pixels.buffer, iccProfile: route == .cmyk ? nil : iccProfile,
                            warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "), storedPixelsPerPixel: scale)
     }
 }
