@@ -18,6 +18,8 @@ import ThumbSystem
         limits.maxProgressiveScans = 17
         limits.maxDecoderMemoryBytes = 3 << 28
         limits.maxOutputPixels = 2048 * 2048
+        limits.maxAnimationFrames = 77
+        limits.maxAnimationPixels = 123_456_789
         var tuning = ShrinkPlan.Tuning()
         tuning.dctMargin = 2.5
         tuning.boxMargin = .nan
@@ -27,7 +29,8 @@ import ThumbSystem
         encoder.jpegProgressive = true
         encoder.pngCompressionLevel = 9
         let rounded = SlotKind(name: "row ✓", widthPoints: 56.5, heightPoints: -0.0, scales: [1, 2, 3, Int.max], mode: .fill,
-                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true, crop: .attention)
+                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true, crop: .attention,
+                               animation: .keep)
         return WorkerRenderOrder(requestID: 42, status: status, label: "sub/dir/ïmage.jpg", limits: limits, tuning: tuning, requests: [
             ThumbnailRequest(kind: rounded, scale: 3, encoder: encoder, appliesOrientation: false,
                              focus: FocusRegion(x: 0.125, y: 0.5, width: 0.25, height: 0.5)),
@@ -44,6 +47,8 @@ import ThumbSystem
         #expect(decoded.limits == order.limits && decoded.requestID == 42)
         #expect(decoded.tuning.dctMargin == 2.5 && decoded.tuning.boxMargin.isNaN)
         #expect(decoded.placeholder == .always && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
+        #expect(decoded.requests[0].kind.animation == .keep && decoded.requests[1].kind.animation == .still)
+        #expect(decoded.limits.maxAnimationFrames == 77 && decoded.limits.maxAnimationPixels == 123_456_789)
         #expect(decoded.requests[1].placedCentre == FocusRegion(x: 0.375, y: 1) && decoded.requests[0].placedCentre == nil)
     }
 
