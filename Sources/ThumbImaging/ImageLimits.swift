@@ -38,16 +38,19 @@ package struct ImageLimits: Sendable, Equatable {
     }
 
     /// Refuses an animation of `frames` frames on a `width` × `height` canvas over
-    /// `maxAnimationFrames` or `maxAnimationPixels`; `what` names the source ("GIF").
+    /// `maxAnimationFrames` or `maxAnimationPixels`; `what` names the source ("GIF"). As
+    /// `.outputTooLarge` (413, the CLI's data-error exit, as `.tooLarge`): only a kind that keeps
+    /// animation is refused, so it must not be remembered against the file as `.tooLarge` is
+    /// (a still kind of the same file was refused too, until the file changed).
     func checkAnimation(_ what: String, frames: Int, width: Int, height: Int) throws(ImagingError) {
         if frames > maxAnimationFrames {
-            throw .tooLarge(reason: "\(what) animation has \(frames) frames, over the \(maxAnimationFrames)-frame limit (maxAnimationFrames)")
+            throw .outputTooLarge(reason: "\(what) animation has \(frames) frames, over the \(maxAnimationFrames)-frame limit (maxAnimationFrames)")
         }
         let (canvas, canvasOverflow) = width.multipliedReportingOverflow(by: height)
         let (total, overflow) = canvas.multipliedReportingOverflow(by: frames)
         if canvasOverflow || overflow || total > maxAnimationPixels {
             let shown = canvasOverflow || overflow ? "more than \(Int.max)" : "\(total)"
-            throw .tooLarge(reason: "\(what) animation of \(frames) frames of \(width)x\(height) is \(shown) pixels, "
+            throw .outputTooLarge(reason: "\(what) animation of \(frames) frames of \(width)x\(height) is \(shown) pixels, "
                             + "over the \(maxAnimationPixels)-pixel limit (maxAnimationPixels)")
         }
     }

@@ -172,14 +172,14 @@ struct AnimationTests {
         return nil
     }
 
-    @Test("maxAnimationFrames refuses a longer GIF as too large before decoding a frame; one within it is decoded")
+    @Test("maxAnimationFrames refuses a longer GIF (413, not remembered against the file) before decoding a frame; one within it is decoded")
     func frameLimit() throws {
         var limits = ImageLimits()
         limits.maxAnimationFrames = 100
         let thumbnailer = Thumbnailer(limits: limits)
         let over = SourceBytes(Self.brokenGIF(frames: 101))
         let refused = Self.failure { _ = try thumbnailer.thumbnail(of: over, request: Self.request()) }
-        guard case .tooLarge(let reason) = refused else { Issue.record("expected .tooLarge, got \(String(describing: refused))"); return }
+        guard case .outputTooLarge(let reason) = refused else { Issue.record("expected .outputTooLarge, got \(String(describing: refused))"); return }
         #expect(reason.contains("101 frames") && reason.contains("100-frame"), "\(reason)")
         // The same structure at the limit is decoded, and its data fails: the refusal above came first.
         let within = SourceBytes(Self.brokenGIF(frames: 100))
@@ -193,7 +193,7 @@ struct AnimationTests {
         limits.maxAnimationPixels = 10 * 160 * 120 - 1
         let thumbnailer = Thumbnailer(limits: limits)
         let refused = Self.failure { _ = try thumbnailer.thumbnail(of: SourceBytes(Self.brokenGIF(frames: 10)), request: Self.request()) }
-        guard case .tooLarge(let reason) = refused else { Issue.record("expected .tooLarge, got \(String(describing: refused))"); return }
+        guard case .outputTooLarge(let reason) = refused else { Issue.record("expected .outputTooLarge, got \(String(describing: refused))"); return }
         #expect(reason.contains("\(10 * 160 * 120) pixels") && reason.contains("\(limits.maxAnimationPixels)-pixel"), "\(reason)")
         let within = Self.failure { _ = try thumbnailer.thumbnail(of: SourceBytes(Self.brokenGIF(frames: 9)), request: Self.request()) }
         guard case .undecodable = within else { Issue.record("expected .undecodable, got \(String(describing: within))"); return }
