@@ -9,7 +9,7 @@ extension ThumbConfig {
     /// and every scale's output to `maxOutputPixels`.
     static func parseKind(name: String, fields: JSONFields, maxOutputPixels: Int) throws(ConfigError) -> SlotKind {
         try fields.allowOnly(["width", "height", "aspectRatio", "grid", "scales", "mode", "mask", "cornerRadius",
-                              "upscale", "pregenerate", "encoding", "crop"])
+                              "upscale", "pregenerate", "encoding", "crop", "animation"])
         let maxPoints = SlotBounds.maxPoints
         var kind = SlotKind(name: name, widthPoints: 0, heightPoints: 0)
         if let grid = try fields.fields("grid") {
@@ -81,6 +81,12 @@ extension ThumbConfig {
             // a centred crop there cuts the subject more often than anywhere, and attention keeps
             // it where the geometry allows (Benchmarks: crop-bench). An explicit "crop" wins.
             kind.crop = .attention
+        }
+        if let animation = try fields.string("animation") {
+            guard let parsed = SlotKind.Animation(rawValue: animation) else {
+                throw fields.fail("animation", "must be 'still' or 'keep', got '\(DisplayText.truncated(animation, maxBytes: 40))'")
+            }
+            kind.animation = parsed
         }
         kind.upscale = try fields.bool("upscale") ?? false
         kind.pregenerate = try fields.bool("pregenerate") ?? false

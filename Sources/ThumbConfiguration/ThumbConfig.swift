@@ -79,7 +79,7 @@ package struct ThumbConfig: Sendable, Equatable {
 
     static func parseLimits(_ fields: JSONFields) throws(ConfigError) -> ImageLimits {
         try fields.allowOnly(["maxPixels", "maxDimension", "maxFileBytes", "maxProgressiveScans", "maxDecoderMemoryBytes",
-                              "maxOutputPixels", "workerMemoryBytes", "renderSeconds"])
+                              "maxOutputPixels", "maxAnimationFrames", "maxAnimationPixels", "workerMemoryBytes", "renderSeconds"])
         var limits = ImageLimits()
         if let value = try fields.integer("maxPixels", in: 1...4_000_000_000) { limits.maxPixels = value }
         if let value = try fields.integer("maxDimension", in: 1...65_500) { limits.maxDimension = value }
@@ -87,6 +87,8 @@ package struct ThumbConfig: Sendable, Equatable {
         if let value = try fields.integer("maxProgressiveScans", in: 1...100_000) { limits.maxProgressiveScans = value }
         if let value = try fields.integer("maxDecoderMemoryBytes", in: (1 << 20)...(1 << 40)) { limits.maxDecoderMemoryBytes = value }
         if let value = try fields.integer("maxOutputPixels", in: 1...SlotBounds.outputPixelsCeiling) { limits.maxOutputPixels = value }
+        if let value = try fields.integer("maxAnimationFrames", in: 1...100_000) { limits.maxAnimationFrames = value }
+        if let value = try fields.integer("maxAnimationPixels", in: 1...(1 << 40)) { limits.maxAnimationPixels = value }
         return limits
     }
 

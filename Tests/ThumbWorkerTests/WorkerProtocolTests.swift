@@ -18,6 +18,8 @@ import ThumbSystem
         limits.maxProgressiveScans = 17
         limits.maxDecoderMemoryBytes = 3 << 28
         limits.maxOutputPixels = 2048 * 2048
+        limits.maxAnimationFrames = 77
+        limits.maxAnimationPixels = 123_456_789
         var tuning = ShrinkPlan.Tuning()
         tuning.dctMargin = 2.5
         tuning.boxMargin = .nan
@@ -27,7 +29,8 @@ import ThumbSystem
         encoder.jpegProgressive = true
         encoder.pngCompressionLevel = 9
         let rounded = SlotKind(name: "row ✓", widthPoints: 56.5, heightPoints: -0.0, scales: [1, 2, 3, Int.max], mode: .fill,
-                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true, crop: .attention)
+                               mask: .cornerRadius(points: 8.25), upscale: true, pregenerate: true, crop: .attention,
+                               animation: .keep)
         return WorkerRenderOrder(requestID: 42, status: status, label: "sub/dir/ïmage.jpg", limits: limits, tuning: tuning, requests: [
             ThumbnailRequest(kind: rounded, scale: 3, encoder: encoder, appliesOrientation: false,
                              focus: FocusRegion(x: 0.125, y: 0.5, width: 0.25, height: 0.5)),
@@ -44,6 +47,8 @@ import ThumbSystem
         #expect(decoded.limits == order.limits && decoded.requestID == 42)
         #expect(decoded.tuning.dctMargin == 2.5 && decoded.tuning.boxMargin.isNaN)
         #expect(decoded.placeholder == .always && decoded.requests[0].kind.crop == .attention && decoded.requests[0].focus?.width == 0.25)
+        #expect(decoded.requests[0].kind.animation == .keep && decoded.requests[1].kind.animation == .still)
+        #expect(decoded.limits.maxAnimationFrames == 77 && decoded.limits.maxAnimationPixels == 123_456_789)
         #expect(decoded.requests[1].placedCentre == FocusRegion(x: 0.375, y: 1) && decoded.requests[0].placedCentre == nil)
     }
 
@@ -172,10 +177,10 @@ import ThumbSystem
 
     /// The protocol lists each value's fields by hand: a new one must be carried (and this count raised).
     @Test func imagingValuesHaveTheFieldsTheProtocolCarries() {
-        #expect(Mirror(reflecting: ImageLimits()).children.count == 6)
+        #expect(Mirror(reflecting: ImageLimits()).children.count == 8)
         #expect(Mirror(reflecting: ShrinkPlan.Tuning()).children.count == 2)
         #expect(Mirror(reflecting: EncoderSettings()).children.count == 8)
-        #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 9)
+        #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 10)
         #expect(Mirror(reflecting: ThumbnailRequest(kind: WorkerFixture.avatar, scale: 1)).children.count == 6)
         #expect(Mirror(reflecting: Self.status).children.count == 4)
         let crop = CropRectangle(x: 0, y: 0, width: 1, height: 1)
@@ -184,6 +189,7 @@ import ThumbSystem
         #expect(Mirror(reflecting: Placeholder(thumbHash: [], averageRed: 0, averageGreen: 0, averageBlue: 0, averageAlpha: 0))
             .children.count == 5)
         #expect(SlotKind.CropMode.allCases.count == 3)
+        #expect(SlotKind.Animation.allCases.count == 2)
         #expect(EncoderSettings.Format.allCases.count == 5)
         #expect(EncoderSettings.WebPMode.allCases.count == 3)
         #expect(ImageFormat.allCases.count == 4)

@@ -70,16 +70,7 @@ enum WebPEncoder {
                        isCancelled: CancellationCheck?) throws(ImagingError) -> [UInt8] {
         guard image.width > 0, image.height > 0, image.width <= Int(WEBP_MAX_DIMENSION), image.height <= Int(WEBP_MAX_DIMENSION)
         else { throw .encodingFailed(reason: "WebP cannot hold \(image.width)x\(image.height) pixels") }
-        var config = WebPConfig()
-        guard WebPConfigInit(&config) != 0 else { throw .encodingFailed(reason: "libwebp refused its own ABI version") }
-        if lossless {
-            _ = WebPConfigLosslessPreset(&config, tuning.losslessLevel)
-        } else {
-            config.quality = Float(min(100, max(1, quality)))
-            config.method = tuning.lossyMethod
-        }
-        config.thread_level = 0
-        guard WebPValidateConfig(&config) != 0 else { throw .encodingFailed(reason: "libwebp refused the configuration") }
+        var config = try configuration(lossless: lossless, quality: quality, tuning: tuning)
 
         var picture = WebPPicture()
         guard WebPPictureInit(&picture) != 0 else { throw .encodingFailed(reason: "libwebp refused its own ABI version") }
@@ -121,6 +112,21 @@ enum WebPEncoder {
             throw .encodingFailed(reason: "libwebp wrote nothing")
         }
         return Array(UnsafeBufferPointer(start: memory, count: writer.pointee.size))
+    }
+
+    /// libwebp's settings for one encode (a still, or every frame of an animation).
+    static func configuration(lossless: Bool, quality: Int, tuning: Tuning) throws(ImagingError) -> WebPConfig {
+        var config = WebPConfig()
+        guard WebPConfigInit(&config) != 0 else { throw .encodingFailed(reason: "libwebp refused its own ABI version") }
+        if lossless {
+            _ = WebPConfigLosslessPreset(&config, tuning.losslessLevel)
+        } else {
+            config.quality = Float(min(100, max(1, quality)))
+            config.method = tuning.lossyMethod
+        }
+        config.thread_level = 0
+        guard WebPValidateConfig(&config) != 0 else { throw .encodingFailed(reason: "libwebp refused the configuration") }
+        return config
     }
 
     static func name(_ error: WebPEncodingError) -> String {

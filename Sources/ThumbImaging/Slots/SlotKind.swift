@@ -16,6 +16,15 @@ package struct SlotKind: Sendable, Equatable {
         case cornerRadius(points: Double)
     }
 
+    /// What an animated source (GIF, WebP) gives.
+    package enum Animation: String, Sendable, CaseIterable {
+        /// Its first frame, as a still (the default: a cell that shows one picture).
+        case still
+        /// An animated WebP of every frame when the output is WebP (else the first frame, as a
+        /// still in the negotiated format); a source of one frame still gives a still.
+        case keep
+    }
+
     package var name: String
     /// Slot width, points.
     package var widthPoints: Double
@@ -32,10 +41,11 @@ package struct SlotKind: Sendable, Equatable {
     package var pregenerate: Bool
     /// Where a `fill` crop sits (ignored by `fit`).
     package var crop: CropMode
+    package var animation: Animation
 
     package init(name: String, widthPoints: Double, heightPoints: Double, scales: [Int] = [1],
                 mode: ContentMode = .fit, mask: Mask = .none, upscale: Bool = false, pregenerate: Bool = false,
-                crop: CropMode = .centre) {
+                crop: CropMode = .centre, animation: Animation = .still) {
         self.name = name
         self.widthPoints = widthPoints
         self.heightPoints = heightPoints
@@ -45,6 +55,7 @@ package struct SlotKind: Sendable, Equatable {
         self.upscale = upscale
         self.pregenerate = pregenerate
         self.crop = crop
+        self.animation = animation
     }
 
     /// The slot's size in pixels at `scale`, or nil when it breaks `SlotBounds` (a side not

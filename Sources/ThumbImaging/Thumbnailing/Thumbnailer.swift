@@ -93,6 +93,15 @@ package struct Thumbnailer: Sendable {
     /// The same, and the source's placeholder from that decode as `placeholder` demands.
     package func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                              isCancelled: CancellationCheck? = nil) throws(ImagingError) -> ThumbnailSet {
+        if let set = try animatedSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled) {
+            return set
+        }
+        return try stillSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled)
+    }
+
+    /// Every request rendered from the source's first (or only) frame.
+    func stillSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
+                  isCancelled: CancellationCheck?, stillReason: String? = nil) throws(ImagingError) -> ThumbnailSet {
         let (rendered, placeholder) = try renderAll(source, requests: requests, placeholder: demand, isCancelled: isCancelled)
         var thumbnails: [Thumbnail] = []
         for (request, image) in zip(requests, rendered) {
@@ -103,8 +112,9 @@ package struct Thumbnailer: Sendable {
             }
             let format = ImageEncoder.format(for: request.encoder, hasAlpha: pixels.hasAlpha)
             let bytes = try ImageEncoder.encode(pixels, as: format, settings: request.encoder, isCancelled: isCancelled)
+            let notes = [image.warning, request.keepsAnimation ? stillReason : nil].compactMap { $0 }
             thumbnails.append(Thumbnail(bytes: bytes, format: format, width: pixels.width, height: pixels.height,
-                                        warning: image.warning, crop: image.crop))
+                                        warning: notes.isEmpty ? nil : notes.joined(separator: "; "), crop: image.crop))
         }
         var placements: [AttentionPlacement] = []
         for placement in rendered.compactMap(\.placement) where !placements.contains(where: { $0.shape == placement.shape }) {
@@ -122,12 +132,7 @@ package struct Thumbnailer: Sendable {
     func renderAll(_ source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                    isCancelled: CancellationCheck?) throws(ImagingError) -> (images: [RenderedImage], placeholder: Placeholder?) {
         guard !requests.isEmpty else { return ([], nil) }
-        for request in requests {
-            try limits.checkOutput(request.kind.checkedPixelSize(scale: request.scale), scale: request.scale)
-        }
-        guard source.count <= limits.maxFileBytes else {
-            throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
-        }
+        try checkBeforeDecoding(source, requests: requests)
         let sampler = demand == .skip ? nil : PlaceholderSampler(onlyIfWholeFrame: demand == .ifWholeFrame)
         let rows: any RowSource
         switch source.format {
@@ -148,24 +153,37 @@ package struct Thumbnailer: Sendable {
             throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF, AVIF, TIFF or JPEG XL (\(source.leadingBytesDescription))")
         }
         let decoded = try renderRows(rows, requests: requests, isCancelled: isCancelled, placeholder: sampler)
-        let images = zip(requests, decoded).map { request, decoded in
-            var decoded = decoded
-            if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
-            var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
-            // A source smaller than the slot gives a smaller output: the mask shrinks with it.
-            let slot = request.kind.pixelSize(scale: request.scale)
-            let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
-            Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
-            let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
-            let placement = decoded.attentionPlaced
-                ? request.placementShape.flatMap { shape in
-                    decoded.crop.centre(inWidth: Double(shown.width), height: Double(shown.height))
-                        .map { AttentionPlacement(shape: shape, centre: $0) }
-                } : nil
-            return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
-                                 crop: decoded.crop, placement: placement)
-        }
+        let images = zip(requests, decoded).map { request, decoded in present(decoded, for: request) }
         return (images, sampler?.placeholder())
+    }
+
+    /// What every render checks before it reads a pixel: each output's size and the file's.
+    func checkBeforeDecoding(_ source: SourceBytes, requests: [ThumbnailRequest]) throws(ImagingError) {
+        for request in requests {
+            try limits.checkOutput(request.kind.checkedPixelSize(scale: request.scale), scale: request.scale)
+        }
+        guard source.count <= limits.maxFileBytes else {
+            throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
+        }
+    }
+
+    /// A decoder's result as shown: colour, orientation, mask, and where attention placed the crop.
+    func present(_ decoded: DecodedThumbnail, for request: ThumbnailRequest) -> RenderedImage {
+        var decoded = decoded
+        if let transform = decoded.colorTransform { transform.apply(to: &decoded.pixels) }
+        var pixels = request.appliesOrientation ? decoded.orientation.apply(to: decoded.pixels) : decoded.pixels
+        // A source smaller than the slot gives a smaller output: the mask shrinks with it.
+        let slot = request.kind.pixelSize(scale: request.scale)
+        let filled = max(Double(pixels.width) / Double(slot.width), Double(pixels.height) / Double(slot.height))
+        Mask.apply(request.kind.mask, pixelsPerPoint: Double(request.scale) * min(1, filled), to: &pixels)
+        let shown = decoded.orientation.displayedSize(width: decoded.storedWidth, height: decoded.storedHeight)
+        let placement = decoded.attentionPlaced
+            ? request.placementShape.flatMap { shape in
+                decoded.crop.centre(inWidth: Double(shown.width), height: Double(shown.height))
+                    .map { AttentionPlacement(shape: shape, centre: $0) }
+            } : nil
+        return RenderedImage(pixels: pixels, sourceWidth: shown.width, sourceHeight: shown.height, warning: decoded.warning,
+                             crop: decoded.crop, placement: placement)
     }
 
     /// One output of a decode: its geometry in the stored frame and how it is reduced.

@@ -49,7 +49,9 @@ package struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         case .circle: "circle"
         case .cornerRadius(let points): "radius\(points)"
         }
-        return "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")"
+        // Nothing for a still kind, so keys from before animation stay what they were.
+        let animation = kind.animation == .keep ? "|anim" : ""
+        return "\(kind.widthPoints)x\(kind.heightPoints)|\(kind.mode.rawValue)|\(mask)|\(kind.upscale ? "up" : "noup")\(animation)"
     }
 
     /// What every descriptor of `kind`'s thumbnails holds after its asset's part, at any scale,

@@ -13,6 +13,16 @@ extension WorkerAnswer {
         return 6 * paddedWidth * paddedHeight + (64 << 10)
     }
 
+    /// The same for `request`: an output that keeps animation may hold up to
+    /// `limits.maxAnimationFrames` frames, each within a still's bound (the answer's own bound
+    /// still caps the total).
+    static func maxEncodedBytes(width: Int, height: Int, request: ThumbnailRequest, limits: ImageLimits) -> Int {
+        let still = maxEncodedBytes(width: width, height: height)
+        guard request.keepsAnimation else { return still }
+        let frames = min(max(limits.maxAnimationFrames, 1), 1 << 20)
+        return min(still.multipliedReportingOverflow(by: frames).partialValue, WorkerProtocol.maxAnswerPayloadBytes)
+    }
+
     /// The fixed part of one result (tags, sides, lengths and one string: a warning or a reason).
     static let maxResultOverheadBytes = 96 + WorkerProtocol.maxStringBytes
 
@@ -94,7 +104,8 @@ extension FrameReader {
             }
             let warning = try optionalString(field + ".warning")
             let crop = try cropRectangle(field + ".crop", limits: limits)
-            let bytes = try data(maxBytes: WorkerAnswer.maxEncodedBytes(width: Int(width), height: Int(height)), field + ".bytes")
+            let bytes = try data(maxBytes: WorkerAnswer.maxEncodedBytes(width: Int(width), height: Int(height), request: request, limits: limits),
+                                 field + ".bytes")
             let signature = formatTag.signature
             guard bytes.count >= signature.count, zip(bytes, signature).allSatisfy({ $1 == nil || $0 == $1 }) else {
                 throw WorkerProtocolError(field: field + ".bytes", problem: "not a \(format) (starts with \(WorkerFrameHeader.hex(bytes.prefix(4))))")

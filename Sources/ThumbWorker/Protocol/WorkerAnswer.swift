@@ -63,7 +63,9 @@ package struct WorkerAnswer: Sendable {
                 if thumbnail.width.multipliedReportingOverflow(by: thumbnail.height).partialValue > order.limits.maxOutputPixels {
                     result = .failure(.imaging(.outputTooLarge(
                         reason: "a \(thumbnail.width)x\(thumbnail.height) output exceeds the \(order.limits.maxOutputPixels)-pixel output limit")))
-                } else if thumbnail.bytes.count > Self.maxEncodedBytes(width: thumbnail.width, height: thumbnail.height) {
+                } else if thumbnail.bytes.count > (order.requests.indices.contains(index)
+                    ? Self.maxEncodedBytes(width: thumbnail.width, height: thumbnail.height, request: order.requests[index], limits: order.limits)
+                    : Self.maxEncodedBytes(width: thumbnail.width, height: thumbnail.height)) {
                     result = .failure(.imaging(.encodingFailed(
                         reason: "the encoder wrote \(thumbnail.bytes.count) bytes for \(thumbnail.width)x\(thumbnail.height) pixels")))
                 } else if needed > bound {

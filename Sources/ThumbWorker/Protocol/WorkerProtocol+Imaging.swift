@@ -22,6 +22,8 @@ extension FrameWriter {
         int(limits.maxProgressiveScans)
         int(limits.maxDecoderMemoryBytes)
         int(limits.maxOutputPixels)
+        int(limits.maxAnimationFrames)
+        int(limits.maxAnimationPixels)
     }
 
     mutating func tuning(_ tuning: ShrinkPlan.Tuning) {
@@ -66,6 +68,7 @@ extension FrameWriter {
         bool(kind.upscale)
         bool(kind.pregenerate)
         uint8(CropModeTag(kind.crop).rawValue)
+        uint8(AnimationTag(kind.animation).rawValue)
     }
 
     mutating func encoder(_ settings: EncoderSettings) {
@@ -96,6 +99,8 @@ extension FrameReader {
         limits.maxProgressiveScans = try int(field + ".maxProgressiveScans")
         limits.maxDecoderMemoryBytes = try int(field + ".maxDecoderMemoryBytes")
         limits.maxOutputPixels = try int(field + ".maxOutputPixels")
+        limits.maxAnimationFrames = try int(field + ".maxAnimationFrames")
+        limits.maxAnimationPixels = try int(field + ".maxAnimationPixels")
         return limits
     }
 
@@ -153,7 +158,8 @@ extension FrameReader {
         }
         let upscale = try bool(field + ".upscale"), pregenerate = try bool(field + ".pregenerate")
         return SlotKind(name: name, widthPoints: width, heightPoints: height, scales: scales, mode: mode, mask: mask,
-                        upscale: upscale, pregenerate: pregenerate, crop: try tag(CropModeTag.self, field + ".crop").mode)
+                        upscale: upscale, pregenerate: pregenerate, crop: try tag(CropModeTag.self, field + ".crop").mode,
+                        animation: try tag(AnimationTag.self, field + ".animation").animation)
     }
 
     mutating func encoder(_ field: String) throws(WorkerProtocolError) -> EncoderSettings {
@@ -207,6 +213,24 @@ enum CropModeTag: UInt8 {
         case .centre: .centre
         case .attention: .attention
         case .focus: .focus
+        }
+    }
+}
+
+enum AnimationTag: UInt8 {
+    case still = 0, keep = 1
+
+    init(_ animation: SlotKind.Animation) {
+        switch animation {
+        case .still: self = .still
+        case .keep: self = .keep
+        }
+    }
+
+    var animation: SlotKind.Animation {
+        switch self {
+        case .still: .still
+        case .keep: .keep
         }
     }
 }
