@@ -45,7 +45,7 @@ extension SourceFormat {
     /// The frames of an animated source for a kind that keeps animation, counted and held to
     /// the limits before any is decoded; nil when the source is a still (one frame, or a
     /// format whose animations are not read: libheif 1.15 reads an AVIF sequence's primary
-    /// image only), or a GIF whose LZW code sizes only the still path reads (`GIFWideCodes`):
+    /// image only, and JPEG XL's frames after the first are not read yet), or a GIF whose LZW code sizes only the still path reads (`GIFWideCodes`):
     /// then `stillReason` says why it is a still.
     func animationFrames(_ source: SourceBytes, limits: ImageLimits) throws(ImagingError) -> (frames: (any AnimationFrames)?, stillReason: String?) {
         switch self {
@@ -62,7 +62,8 @@ extension SourceFormat {
             return (try GIFAnimation(source: source, scan: scan, limits: limits), nil)
         case .webp:
             return (try WebPAnimation.open(source, limits: limits), nil)
-        case .jpeg, .png, .heif, .avif:
+        // An animated JPEG XL gives its first frame (JXLLoader) as a still, as AVIF sequences do.
+        case .jpeg, .png, .heif, .avif, .tiff, .jxl:
             return (nil, nil)
         }
     }
