@@ -10,6 +10,9 @@ enum ImageDoors {
         var limits = ImageLimits()
         limits.maxPixels = 16_000_000
         limits.maxDecoderMemoryBytes = 256 << 20
+        // The animation limits low too: each frame costs a render and an encode.
+        limits.maxAnimationFrames = 24
+        limits.maxAnimationPixels = 4_000_000
         return Thumbnailer(limits: limits)
     }()
 
@@ -28,7 +31,21 @@ enum ImageDoors {
                 ThumbnailRequest(kind: tiny, scale: 1, encoder: png)]
     }()
 
+    /// An animated GIF or WebP through the frame scan, every frame's decode and the animation
+    /// encoder (issue 26); any other source gives a still. Apart from `requests`, which the
+    /// worker doors' seeds were written for.
+    static let animatedRequest: ThumbnailRequest = {
+        let moving = SlotKind(name: "moving", widthPoints: 24, heightPoints: 24, mode: .fill, animation: .keep)
+        var webp = EncoderSettings()
+        webp.format = .webp
+        return ThumbnailRequest(kind: moving, scale: 1, encoder: webp)
+    }()
+
     static func thumbnails(of bytes: [UInt8]) {
-        _ = try? thumbnailer.thumbnails(of: SourceBytes(bytes), requests: requests)
+        let source = SourceBytes(bytes)
+        _ = try? thumbnailer.thumbnails(of: source, requests: requests)
+        if source.format == .gif || source.format == .webp {
+            _ = try? thumbnailer.thumbnails(of: source, requests: [animatedRequest])
+        }
     }
 }
