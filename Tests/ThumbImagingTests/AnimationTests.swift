@@ -242,5 +242,10 @@ struct AnimationTests {
         #expect(scan.frames.allSatisfy { $0.delayCentiseconds == 10 && $0.codeSize == 2 && $0.width == 160 })
         let cut = try Array(bytes.prefix(bytes.count - 3)).withUnsafeBytes { (raw) throws(ImagingError) in try GIFAnimationScan(raw) }
         #expect(cut.frames.count == 3 && cut.stoppedEarly != nil)
+        // Past the records it keeps, frames are counted only: a file of countless empty frames
+        // costs no record each before the limit refuses it.
+        let many = Self.brokenGIF(frames: 40)
+        let counted = try many.withUnsafeBytes { (raw) throws(ImagingError) in try GIFAnimationScan(raw, maxStoredFrames: 5) }
+        #expect(counted.frameCount == 40 && counted.frames.count == 5 && counted.stoppedEarly == nil)
     }
 }

@@ -50,10 +50,10 @@ extension SourceFormat {
     func animationFrames(_ source: SourceBytes, limits: ImageLimits) throws(ImagingError) -> (frames: (any AnimationFrames)?, stillReason: String?) {
         switch self {
         case .gif:
-            let scan = try GIFAnimationScan(UnsafeRawBufferPointer(start: source.pointer, count: source.count))
-            guard scan.frames.count > 1 else { return (nil, nil) }
-            let first = scan.frames[0]
-            try limits.checkAnimation("GIF", frames: scan.frames.count, width: max(scan.screenWidth, first.left + first.width),
+            let scan = try GIFAnimationScan(UnsafeRawBufferPointer(start: source.pointer, count: source.count),
+                                            maxStoredFrames: max(2, limits.maxAnimationFrames))
+            guard scan.frameCount > 1, let first = scan.frames.first else { return (nil, nil) }
+            try limits.checkAnimation("GIF", frames: scan.frameCount, width: max(scan.screenWidth, first.left + first.width),
                                       height: max(scan.screenHeight, first.top + first.height))
             if let wide = scan.frames.firstIndex(where: { !(2...8).contains($0.codeSize) }) {
                 return (nil, "GIF frame \(wide + 1) has LZW minimum code size \(scan.frames[wide].codeSize), "

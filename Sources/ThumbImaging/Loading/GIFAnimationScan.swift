@@ -21,7 +21,11 @@ struct GIFAnimationScan: Equatable {
     /// The logical screen, pixels.
     var screenWidth: Int
     var screenHeight: Int
+    /// The first `maxStoredFrames` frames' records (all of them when the animation is within the limit).
     var frames: [Frame]
+    /// Every frame the structure holds: counted, not stored, past `maxStoredFrames`, so that a
+    /// file of a million empty frames costs a counter, not a million records, before the limit.
+    var frameCount = 0
     /// The NETSCAPE2.0 (or ANIMEXTS1.0) loop count, 0 = forever; nil when the file has none
     /// (browsers then play the animation once).
     var loopCount: Int?
@@ -29,8 +33,9 @@ struct GIFAnimationScan: Equatable {
     /// unknown block): the frames before it are kept, as browsers show them.
     var stoppedEarly: String?
 
-    /// Scans `bytes`; throws only when there is no GIF header or logical screen.
-    init(_ bytes: UnsafeRawBufferPointer) throws(ImagingError) {
+    /// Scans `bytes`, keeping at most `maxStoredFrames` frame records; throws only when there
+    /// is no GIF header or logical screen.
+    init(_ bytes: UnsafeRawBufferPointer, maxStoredFrames: Int = .max) throws(ImagingError) {
         var reader = Reader(bytes: bytes)
         guard let signature = reader.take(6), signature.elementsEqual("GIF87a".utf8) || signature.elementsEqual("GIF89a".utf8),
               let width = reader.word(), let height = reader.word(), let flags = reader.byte(), reader.skip(2)
@@ -62,11 +67,12 @@ struct GIFAnimationScan: Equatable {
                 guard let left = reader.word(), let top = reader.word(), let width = reader.word(), let height = reader.word(),
                       let flags = reader.byte(), flags & 0x80 == 0 || reader.skip(3 << (Int(flags & 0x07) + 1)),
                       let codeSize = reader.byte()
-                else { stoppedEarly = "frame \(frames.count + 1)'s descriptor ends past the data"; break }
-                frames.append(Frame(left: left, top: top, width: width, height: height, delayCentiseconds: control.delay,
-                                    disposal: control.disposal, transparentIndex: control.transparent, codeSize: Int(codeSize)))
+                else { stoppedEarly = "frame \(frameCount + 1)'s descriptor ends past the data"; break }
+                frameCount += 1
+                if frames.count < maxStoredFrames { frames.append(Frame(left: left, top: top, width: width, height: height, delayCentiseconds: control.delay,
+                                    disposal: control.disposal, transparentIndex: control.transparent, codeSize: Int(codeSize))) }
                 control = (0, 0, nil) // a GCE applies to the one image after it
-                if !reader.skipSubBlocks() { stoppedEarly = "frame \(frames.count)'s data ends past the data" }
+                if !reader.skipSubBlocks() { stoppedEarly = "frame \(frameCount)'s data ends past the data" }
             default:
                 stoppedEarly = "byte \(reader.offset - 1) is no block (0x\(String(introducer, radix: 16)))"
             }

@@ -53,7 +53,10 @@ extension HEIFLoader {
             for x in 0..<planes.width {
                 var code = SIMD4(Int32(red[x]), Int32(green[x]), Int32(blue[x]), alpha.map { Int32($0[x]) } ?? alphaMaximum)
                 if premultiplied, code.w > 0, code.w < alphaMaximum {
-                    code = SIMD4(code.x * alphaMaximum / code.w, code.y * alphaMaximum / code.w, code.z * alphaMaximum / code.w, code.w)
+                    // In Int: a 16-bit sample times a 16-bit maximum is past Int32.
+                    let (alpha, top) = (Int(code.w), Int(alphaMaximum))
+                    func straight(_ sample: Int32) -> Int32 { Int32(clamping: Int(sample) * top / alpha) }
+                    code = SIMD4(straight(code.x), straight(code.y), straight(code.z), code.w)
                 }
                 codes[x] = code
             }
