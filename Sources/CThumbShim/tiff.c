@@ -1,7 +1,10 @@
-// libtiff over a buffer in memory, with its messages captured per handle (TIFFOpenOptions'
-// handlers with user data, libtiff 4.5): one decode's errors never reach another thread's.
+// libtiff over a buffer in memory or an open file (positioned reads), with its messages captured
+// per handle (TIFFOpenOptions' handlers with user data, libtiff 4.5): one decode's errors never
+// reach another thread's.
 #include "CThumbShim.h"
 
+#include <errno.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +13,8 @@
 
 struct CThumb_TIFF {
     TIFF *tif;
-    const uint8_t *bytes;
+    const uint8_t *bytes;    // the source in memory, or NULL when it is read from `descriptor`
+    int descriptor;
     uint64_t count;
     uint64_t position;
     char error[CTHUMB_MESSAGE_CAPACITY];
@@ -27,7 +31,22 @@ static tmsize_t memoryRead(thandle_t handle, void *buffer, tmsize_t size) {
     if (size <= 0 || tiff->position >= tiff->count) return 0;
     uint64_t available = tiff->count - tiff->position;
     uint64_t length = (uint64_t)size < available ? (uint64_t)size : available;
-    memcpy(buffer, tiff->bytes + tiff->position, (size_t)length);
+    if (tiff->bytes) {
+        memcpy(buffer, tiff->bytes + tiff->position, (size_t)length);
+    } else {
+        // pread, retried on EINTR and on a short read; the file's length is what fstat said
+        // when it was opened (`count`), so a read that meets its end early is a file that
+        // shrank: the bytes not had are reported as not read, and libtiff says which strip.
+        uint64_t done = 0;
+        while (done < length) {
+            ssize_t got = pread(tiff->descriptor, (uint8_t *)buffer + done, (size_t)(length - done),
+                                (off_t)(tiff->position + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break;
+            done += (uint64_t)got;
+        }
+        length = done;
+    }
     tiff->position += length;
     return (tmsize_t)length;
 }
@@ -93,7 +112,7 @@ static int onWarning(TIFF *tif, void *user, const char *module, const char *form
     return 1;
 }
 
-CThumb_TIFF *CThumb_TIFFOpen(const uint8_t *bytes, size_t count, int64_t maxSingleAllocation,
+CThumb_TIFF *CThumb_TIFFOpen(const uint8_t *bytes, int descriptor, uint64_t count, int64_t maxSingleAllocation,
                              char message[CTHUMB_MESSAGE_CAPACITY]) {
     message[0] = 0;
     struct CThumb_TIFF *tiff = calloc(1, sizeof *tiff);
@@ -105,6 +124,7 @@ CThumb_TIFF *CThumb_TIFFOpen(const uint8_t *bytes, size_t count, int64_t maxSing
         return NULL;
     }
     tiff->bytes = bytes;
+    tiff->descriptor = descriptor;
     tiff->count = count;
     TIFFOpenOptionsSetMaxSingleMemAlloc(options, maxSingleAllocation > 0 ? (tmsize_t)maxSingleAllocation : 0);
     TIFFOpenOptionsSetErrorHandlerExtR(options, onError, tiff);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <seccomp.h>
 #include "CThumbWorker.h"
@@ -71,6 +72,13 @@ int CThumb_SandboxApply(int socket, const char **step) {
         if (number == __NR_SCMP_ERROR) continue;
         if ((result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), number, 0)) < 0) goto failed;
     }
+    // A large TIFF is decoded from its file (see SourceBytes): pread of the descriptor it was
+    // passed, which the worker keeps as a copy of its own (fcntl F_DUPFD_CLOEXEC, and no other
+    // fcntl) while it decodes.
+    if ((result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(pread64), 0)) < 0
+        || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+                                      SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)F_DUPFD_CLOEXEC))) < 0)
+        goto failed;
     // Messages only on its own socket (a descriptor it was passed is a file, read with read).
     if ((result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)socket))) < 0
         || (result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)socket))) < 0)

@@ -24,9 +24,11 @@ typedef struct {
     uint32_t subIFDCount;
 } CThumb_TIFFInfo;
 
-/// Opens `bytes` (kept alive by the caller until Close). `maxSingleAllocation` bounds each of
-/// libtiff's own allocations. NULL when libtiff refuses the header; `message` then says why.
-CThumb_TIFF *CThumb_TIFFOpen(const uint8_t *bytes, size_t count, int64_t maxSingleAllocation,
+/// Opens `count` bytes at `bytes`, or when `bytes` is NULL the first `count` bytes of the file
+/// open on `descriptor` (read with pread, the descriptor's offset untouched); either is kept
+/// alive by the caller until Close. `maxSingleAllocation` bounds each of libtiff's own
+/// allocations. NULL when libtiff refuses the header; `message` then says why.
+CThumb_TIFF *CThumb_TIFFOpen(const uint8_t *bytes, int descriptor, uint64_t count, int64_t maxSingleAllocation,
                              char message[CTHUMB_MESSAGE_CAPACITY]);
 void CThumb_TIFFClose(CThumb_TIFF *tiff);
 

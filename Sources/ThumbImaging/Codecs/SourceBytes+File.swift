@@ -47,10 +47,15 @@ extension SourceBytes {
     }
 
     /// Reads an open file whose `fstat` gave `status`, whole, refusing it from its size when it
-    /// is over `maxBytes`, and proving it did not change while read (`WholeFile.read`).
+    /// is over `maxBytes`, and proving it did not change while read (`WholeFile.read`). A large
+    /// TIFF is not read: it stays in its file (a descriptor of its own), and its decoder proves
+    /// the same after reading the parts it needed.
     package static func read(descriptor: Int32, status: FileStatus, maxBytes: Int, label: String) throws(FileReadError) -> SourceBytes {
         guard status.size <= maxBytes else {
             throw .tooLarge(reason: "file is \(status.size) bytes, over the \(maxBytes)-byte limit")
+        }
+        if let window = try SourceFileWindow.openIfTIFF(descriptor, status: status, label: label) {
+            return SourceBytes(file: window)
         }
         return try filled(count: status.size, fileStatus: status) { (buffer) throws(FileReadError) in
             try WholeFile.read(descriptor, status: status, label: label, into: buffer)

@@ -1,8 +1,10 @@
 import CThumbShim
 import CTIFF
+import ThumbSystem
 
-/// An open TIFF in memory (libtiff through the shim): its current directory's tags, the
-/// directories of the file, and libtiff's first error and warning. Keeps the source alive.
+/// An open TIFF, in memory or read where needed from its file (libtiff through the shim): its
+/// current directory's tags, the directories of the file, and libtiff's first error and
+/// warning. Keeps the source alive.
 final class TIFFFile {
     private let handle: OpaquePointer
     let source: SourceBytes
@@ -13,9 +15,15 @@ final class TIFFFile {
         // bounded by the decoder memory limit: a directory claiming 2^30 strip offsets fails
         // in libtiff, not in the kernel.
         let opened = message.withUnsafeMutableBufferPointer { text in
-            CThumb_TIFFOpen(source.pointer, source.count, Int64(limits.maxDecoderMemoryBytes), text.baseAddress)
+            if let file = source.file {
+                CThumb_TIFFOpen(nil, file.descriptor, UInt64(source.count), Int64(limits.maxDecoderMemoryBytes), text.baseAddress)
+            } else {
+                CThumb_TIFFOpen(source.pointer, -1, UInt64(source.count), Int64(limits.maxDecoderMemoryBytes), text.baseAddress)
+            }
         }
         guard let opened else {
+            // A directory that would not read may be one rewritten since the open: say so.
+            try Self.confirmUnchanged(source)
             throw .undecodable(reason: "TIFF: libtiff says \(Self.text(message))")
         }
         handle = opened
@@ -44,6 +52,21 @@ final class TIFFFile {
     }
 
     func clearMessages() { CThumb_TIFFClearMessages(handle) }
+
+    /// Throws unless a source read from its file is still the version that was opened: a strip
+    /// read after a rewrite would mix two versions in one thumbnail.
+    func confirmSourceUnchanged() throws(ImagingError) { try Self.confirmUnchanged(source) }
+
+    private static func confirmUnchanged(_ source: SourceBytes) throws(ImagingError) {
+        do throws(FileReadError) {
+            try source.file?.confirmUnchanged()
+        } catch {
+            switch error {
+            case .changed(let reason), .unreadable(let reason), .tooLarge(let reason):
+                throw .undecodable(reason: "TIFF: \(reason)")
+            }
+        }
+    }
 
     /// libtiff's reason for a failure of `what`.
     func failure(_ what: String) -> ImagingError {

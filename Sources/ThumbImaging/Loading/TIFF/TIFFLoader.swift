@@ -1,8 +1,8 @@
 import CTIFF
 
-/// TIFF through libtiff 4.5, from memory: the first page (or a reduced-resolution copy of it,
-/// for shrink-on-load), every size checked against `ImageLimits` from the tags before a pixel
-/// buffer exists.
+/// TIFF through libtiff 4.5, from memory or (a large file, see `SourceBytes`) read where needed
+/// from its file: the first page (or a reduced-resolution copy of it, for shrink-on-load), every
+/// size checked against `ImageLimits` from the tags before a pixel buffer exists.
 ///
 /// Pixels come from libtiff's RGBA reader (`TIFFRGBAImage`: 1–16-bit grey, RGB, palette,
 /// YCbCr, Lab, naive CMYK, every codec libtiff has, strips or tiles, chunky or planar), read a
@@ -135,7 +135,15 @@ final class TIFFLoader: FrameLoader {
         file.clearMessages()
         let pageShrink = Double(storedWidth) / Double(max(1, page.width))
         let reduction = HEIFLoader.integerReduction(maxShrink / pageShrink)
-        let pixels = try decode(page, reduction: reduction, iccProfile: iccProfile, isCancelled: isCancelled)
+        let pixels: DecodedPixels
+        do {
+            pixels = try decode(page, reduction: reduction, iccProfile: iccProfile, isCancelled: isCancelled)
+        } catch {
+            // A strip that would not decode may be one rewritten under the decoder: say so.
+            try file.confirmSourceUnchanged()
+            throw error
+        }
+        try file.confirmSourceUnchanged()
         let decodeError = file.error.map { "libtiff: \($0) (parts of the image may be missing)" }
         let warnings = [file.warning, decodeError, pixels.warning].compactMap { $0 }
         // Block i of the reduction covers page pixels [i × reduction, (i + 1) × reduction).
