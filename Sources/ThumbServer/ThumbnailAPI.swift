@@ -217,7 +217,7 @@ package final class ThumbnailAPI: Sendable {
             }
             return ["name": name, "widthPoints": kind.widthPoints, "heightPoints": kind.heightPoints,
                     "mode": kind.mode.rawValue, "crop": kind.effectiveCrop.rawValue, "mask": mask, "upscale": kind.upscale, "pregenerate": kind.pregenerate,
-                    "format": formats.preferred.rawValue, "formats": formats.allowed.map(\.rawValue).sorted(),
+                    "animation": kind.animation.rawValue, "format": formats.preferred.rawValue, "formats": formats.allowed.map(\.rawValue).sorted(),
                     "pixels": kind.scales.map { scale -> [String: Any] in
                         let size = kind.pixelSize(scale: scale)
                         return ["scale": scale, "width": size.width, "height": size.height]
