@@ -26,9 +26,18 @@ package final class BatchRunner {
     package struct Summary: Sendable {
         package var rendered = 0
         package var upToDate = 0
+        /// The first `maxFailuresKept` failures; a run that follows a queue for months counts
+        /// the rest in `failuresNotKept` instead of holding them.
         package var failures: [Failure] = []
+        package var failuresNotKept = 0
         package var elapsedSeconds = 0.0
-        package var total: Int { rendered + upToDate + failures.count }
+        package var failed: Int { failures.count + failuresNotKept }
+        package var total: Int { rendered + upToDate + failed }
+        static let maxFailuresKept = 10_000
+
+        mutating func record(_ failure: Failure) {
+            if failures.count < Self.maxFailuresKept { failures.append(failure) } else { failuresNotKept += 1 }
+        }
         package var imagesPerSecond: Double { elapsedSeconds > 0 ? Double(rendered) / elapsedSeconds : 0 }
     }
 
@@ -83,6 +92,24 @@ package final class BatchRunner {
     /// its thumbnails are settled (for the spool's done/failed moves).
     package func run(_ jobs: some Sequence<BatchJob>, expected: Int? = nil,
                     jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
+        var iterator = jobs.makeIterator()
+        return run(source: { _ in iterator.next().map { .job($0) } ?? .end }, expected: expected, jobDone: jobDone)
+    }
+
+    /// What a job source has now.
+    package enum NextJob {
+        case job(BatchJob)
+        /// Nothing yet (a queue that is followed): asked again once results are settled.
+        case nothing
+        /// No more jobs: the run ends when those in flight are settled.
+        case end
+    }
+
+    /// Runs the jobs `source` hands out. `source(mayWait)` may block for a job only when
+    /// `mayWait` is true: nothing is in flight then, so no finished job waits for its
+    /// acknowledgement while the source waits for work.
+    package func run(source: (_ mayWait: Bool) -> NextJob, expected: Int? = nil,
+                     jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
         let start = ContinuousClock.now
         var summary = Summary()
         let inbox = Inbox()
@@ -91,7 +118,7 @@ package final class BatchRunner {
         var lastProgress = ContinuousClock.now
 
         func settle(_ task: Task, failure: Failure?) {
-            if let failure { summary.failures.append(failure) }
+            if let failure { summary.record(failure) }
             guard var entry = pendingPerJob[task.job] else { return }
             entry.remaining -= 1
             if let failure { entry.failures.append(failure) }
@@ -138,12 +165,22 @@ package final class BatchRunner {
             }
         }
 
-        for (index, job) in jobs.enumerated() {
+        var index = -1
+        jobs: while true {
+            let job: BatchJob
+            switch source(inFlight == 0) {
+            case .end: break jobs
+            case .nothing:
+                if inFlight > 0 { drain(waiting: true) }
+                continue jobs
+            case .job(let next): job = next
+            }
+            index += 1
             let tasks: [Task]
             switch expand(job, index: index) {
             case .success(let expanded): tasks = expanded
             case .failure(let failure):
-                summary.failures.append(failure)
+                summary.record(failure)
                 jobDone?(job, [failure])
                 continue
             }
@@ -152,7 +189,7 @@ package final class BatchRunner {
                 // Every job handed out is finished, even one with nothing to render.
                 pendingPerJob[index] = nil
                 let failure = Failure(asset: job.asset, kind: "-", reason: "no kinds to render")
-                summary.failures.append(failure)
+                summary.record(failure)
                 jobDone?(job, [failure])
                 continue
             }

@@ -24,9 +24,37 @@ package indirect enum RedisValue: Sendable, Equatable {
 
 /// A failed Redis command or connection: what was attempted and what Redis (or the socket) said.
 package struct RedisError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable {
+        /// The connection could not be made or was lost (refused, reset, closed, timed out): the
+        /// command may or may not have run. A follower reconnects.
+        case connection
+        /// Redis answered with an error.
+        case reply
+        /// Redis refused the credentials (or wants some): a configuration error.
+        case authentication
+    }
+
+    package var kind: Kind
     package var operation: String
     package var message: String
     package var description: String { "\(operation): \(message)" }
+
+    package init(_ kind: Kind, operation: String, message: String) {
+        self.kind = kind
+        self.operation = operation
+        self.message = message
+    }
+}
+
+/// Who the connection says it is (`AUTH [user] password`). The password is never logged.
+package struct RedisCredentials: Sendable, Equatable {
+    package var user: String?
+    package var password: String
+
+    package init(user: String?, password: String) {
+        self.user = user
+        self.password = password
+    }
 }
 
 /// One synchronous hiredis connection. Not thread-safe: one owner thread.
@@ -34,21 +62,32 @@ final class RedisConnection {
     private let context: UnsafeMutablePointer<redisContext>
     let address: String
 
-    init(host: String, port: Int, timeoutSeconds: Int = 5) throws(RedisError) {
+    /// Connects, then authenticates when `credentials` are given (a refusal throws
+    /// `.authentication`).
+    init(host: String, port: Int, credentials: RedisCredentials? = nil, timeoutSeconds: Int = 5) throws(RedisError) {
         address = "\(host):\(port)"
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         guard let context = redisConnectWithTimeout(host, Int32(port), timeout) else {
-            throw RedisError(operation: "connect \(host):\(port)", message: "out of memory")
+            throw RedisError(.connection, operation: "connect \(host):\(port)", message: "out of memory")
         }
         if context.pointee.err != 0 {
             let message = Self.errorText(context)
             redisFree(context)
-            throw RedisError(operation: "connect \(host):\(port)", message: message)
+            throw RedisError(.connection, operation: "connect \(host):\(port)", message: message)
         }
         // Commands block at most this long beyond their own BLOCK time.
         timeout = timeval(tv_sec: timeoutSeconds + 5, tv_usec: 0)
         _ = redisSetTimeout(context, timeout)
         self.context = context
+        if let credentials {
+            do throws(RedisError) {
+                _ = try command(["AUTH"] + (credentials.user.map { [$0] } ?? []) + [credentials.password], operation: "AUTH")
+            } catch where error.kind == .reply {
+                // WRONGPASS, or "ERR AUTH <password> called without any password configured".
+                throw RedisError(.authentication, operation: "AUTH\(credentials.user.map { " as user '\($0)'" } ?? "") at \(address)",
+                                 message: error.message)
+            }
+        }
     }
 
     deinit { redisFree(context) }
@@ -59,9 +98,11 @@ final class RedisConnection {
         }
     }
 
-    /// Runs one command (binary-safe arguments); a Redis error reply throws.
-    func command(_ arguments: [String]) throws(RedisError) -> RedisValue {
-        let operation = arguments.prefix(2).joined(separator: " ")
+    /// Runs one command (binary-safe arguments); a Redis error reply throws `.reply` (or
+    /// `.authentication` when Redis wants credentials: NOAUTH), a lost connection `.connection`.
+    /// `operation` names it in errors (the first two words by default).
+    func command(_ arguments: [String], operation: String? = nil) throws(RedisError) -> RedisValue {
+        let operation = operation ?? arguments.prefix(2).joined(separator: " ")
         var pointers: [UnsafePointer<CChar>?] = []
         var lengths: [Int] = []
         let copies = arguments.map { strdup($0) }
@@ -71,7 +112,7 @@ final class RedisConnection {
             lengths.append(arguments[index].utf8.count)
         }
         guard let raw = redisCommandArgv(context, Int32(arguments.count), &pointers, &lengths) else {
-            throw RedisError(operation: operation, message: Self.errorText(context))
+            throw RedisError(.connection, operation: operation, message: Self.errorText(context))
         }
         let reply = raw.assumingMemoryBound(to: redisReply.self)
         defer { freeReplyObject(raw) }
@@ -89,7 +130,10 @@ final class RedisConnection {
         case REDIS_REPLY_STATUS: return .status(text())
         case REDIS_REPLY_INTEGER: return .integer(value.integer)
         case REDIS_REPLY_NIL: return .null
-        case REDIS_REPLY_ERROR: throw RedisError(operation: operation, message: text())
+        case REDIS_REPLY_ERROR:
+            let message = text()
+            throw RedisError(message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") ? .authentication : .reply,
+                             operation: operation, message: message)
         case REDIS_REPLY_ARRAY:
             var items: [RedisValue] = []
             for index in 0..<Int(value.elements) {

@@ -2,6 +2,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+package import ThumbPipeline
+package import ThumbSystem
 
 /// Redis Streams as a job queue shared by thumbd processes on many machines.
 ///
@@ -14,46 +16,34 @@ import Glibc
 /// `claimIdle` by a dead consumer are taken over with `XAUTOCLAIM`. A job delivered more than
 /// `maxDeliveries` times (it keeps killing its consumers), and a job that cannot succeed (not a
 /// decodable image, no such asset, malformed), go to `STREAM:dead` with the reason.
+///
+/// Two ways to consume: once (`thumbd batch --queue`: until the stream is drained), or
+/// following (`--follow`, the daemon's `"queue"`): a blocking read waits for work, a lost
+/// connection is retried (`RedisReconnect`) until `lifecycle` stops, and the job that was in
+/// hand is acknowledged after the reconnect by the same script, so exactly-once still holds.
+///
+/// One owner thread (the runner's).
 package final class RedisQueue {
-    package struct Address: Sendable, Equatable {
-        package var host: String
-        package var port: Int
-        package var stream: String
-        package var group = "thumbd"
-        /// Milliseconds a job may stay pending on another consumer before it is taken over.
-        package var claimIdleMilliseconds = 60_000
-        package var maxDeliveries = 3
-
-        /// `redis://HOST:PORT/STREAM[?group=G&claim-idle-ms=N&max-deliveries=N]`
-        package init?(_ url: String) {
-            guard let components = URLComponents(string: url), components.scheme == "redis",
-                  let host = components.host, !host.isEmpty else { return nil }
-            let stream = String(components.path.dropFirst())
-            guard !stream.isEmpty, !stream.contains("/") else { return nil }
-            self.host = host
-            port = components.port ?? 6379
-            self.stream = stream
-            for item in components.queryItems ?? [] {
-                switch item.name {
-                case "group": if let value = item.value, !value.isEmpty { group = value } else { return nil }
-                case "claim-idle-ms": guard let value = item.value.flatMap(Int.init), value > 0 else { return nil }; claimIdleMilliseconds = value
-                case "max-deliveries": guard let value = item.value.flatMap(Int.init), value > 0 else { return nil }; maxDeliveries = value
-                default: return nil
-                }
-            }
-        }
-
-        package var results: String { stream + ":results" }
-        package var dead: String { stream + ":dead" }
-    }
-
     package let address: Address
-    let connection: RedisConnection
+    let credentials: RedisCredentials?
+    private var connection: RedisConnection?
     let consumer: String
+    let follows: Bool
+    let lifecycle: Lifecycle
+    let log: PipelineLog?
+    package let counters: RedisQueueCounters
+    private var reconnect: RedisReconnect
     /// Jobs handed out and not yet finished, by message id.
     private(set) var outstanding: Set<String> = []
-    /// Malformed or over-delivered messages, already dead-lettered: for the summary.
+    /// After a reconnect: this consumer's own pending jobs are read again first (a reply lost
+    /// with the connection may have delivered one that never reached us).
+    private var rereadOwnPending = false
+    /// Malformed or over-delivered messages, already dead-lettered: for the summary (the
+    /// first `maxRejectedKept`; a follower runs for months).
     package private(set) var rejected: [(id: String, reason: String)] = []
+    static let maxRejectedKept = 1_000
+    /// How long one blocking read waits: a stop is seen within it.
+    static let blockMilliseconds = 1_000
 
     static let finishScript = """
         local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
@@ -66,47 +56,127 @@ package final class RedisQueue {
         return 1
         """
 
-    package init(address: Address) throws(RedisError) {
+    /// Connects (once: a refused first connection throws even when following, so that a wrong
+    /// address is an error at start, not a silent retry loop) and joins the group.
+    package init(address: Address, credentials: RedisCredentials? = nil, follows: Bool = false,
+                 lifecycle: Lifecycle = Lifecycle(), log: PipelineLog? = nil,
+                 counters: RedisQueueCounters = RedisQueueCounters()) throws(RedisError) {
         self.address = address
-        connection = try RedisConnection(host: address.host, port: address.port)
+        self.credentials = credentials
+        self.follows = follows
+        self.lifecycle = lifecycle
+        self.log = log
+        self.counters = counters
+        reconnect = RedisReconnect(counters: counters)
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count)
         consumer = "\(String(cString: host))-\(getpid())"
+        connection = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
+        try joinGroup()
+    }
+
+    private func joinGroup() throws(RedisError) {
         do {
             // From the start of the stream: jobs added before the first consumer count too.
-            _ = try connection.command(["XGROUP", "CREATE", address.stream, address.group, "0", "MKSTREAM"])
+            _ = try command(["XGROUP", "CREATE", address.stream, address.group, "0", "MKSTREAM"])
         } catch where error.message.hasPrefix("BUSYGROUP") {
             // The group exists: another consumer made it.
         }
     }
 
-    /// The next job: taken over from a dead consumer, or new. Nil once the stream is drained
-    /// (nothing new, and nothing pending but this consumer's own outstanding jobs).
-    package func next() throws(RedisError) -> BatchJob? {
+    /// One command. A follower whose connection is lost reconnects (backing off, until the
+    /// lifecycle stops) and runs it again: every command here may run twice (the finish script
+    /// checks the job is still ours; a read again delivers what a lost reply held, see
+    /// `rereadOwnPending`).
+    private func command(_ arguments: [String]) throws(RedisError) -> RedisValue {
         while true {
-            if let job = try takeOver() { return job }
-            let reply = try connection.command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", "1", "BLOCK", "500",
-                                                "STREAMS", address.stream, ">"])
-            if let message = reply.array.first?.array.dropFirst().first?.array.first, let job = try accept(message, deliveries: 1) {
-                return job
+            let live: RedisConnection
+            if let connection { live = connection } else { live = try reconnected() }
+            do {
+                return try live.command(arguments)
+            } catch where error.kind == .connection && follows {
+                connection = nil
+                reconnect.lost(error, log: log, address: address)
             }
-            if reply != .null && !reply.array.isEmpty { continue } // a rejected message: read on
-            let pending = try connection.command(["XPENDING", address.stream, address.group])
+        }
+    }
+
+    /// A new connection, after waiting out the backoff; throws once the lifecycle stops, or
+    /// for credentials Redis now refuses (a configuration error).
+    private func reconnected() throws(RedisError) -> RedisConnection {
+        while true {
+            if lifecycle.waitForStop(timeoutSeconds: reconnect.nextDelaySeconds()) {
+                throw RedisError(.connection, operation: "reconnect to \(address.description)", message: "stopping")
+            }
+            do {
+                let fresh = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
+                connection = fresh
+                reconnect.restored(log: log, address: address)
+                rereadOwnPending = true
+                try joinGroup() // a Redis restarted without its data has no group
+                return fresh
+            } catch where error.kind == .connection {
+                connection = nil
+                reconnect.failedAgain(error)
+            }
+        }
+    }
+
+    /// The next job for a one-shot consumer (`.end` once the stream is drained: nothing new,
+    /// nothing pending but this consumer's own) or a follower (`.end` only once stopping;
+    /// `.nothing` after a wait with no job). Blocks only when `mayWait`.
+    package func next(mayWait: Bool) throws(RedisError) -> BatchRunner.NextJob {
+        while true {
+            if follows && lifecycle.isStopping { return .end }
+            if rereadOwnPending, let job = try ownPending() { return .job(job) }
+            if let job = try takeOver() { return .job(job) }
+            let block = mayWait ? ["BLOCK", String(follows ? Self.blockMilliseconds : 500)] : []
+            let reply = try command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", "1"] + block
+                                    + ["STREAMS", address.stream, ">"])
+            if let message = reply.array.first?.array.dropFirst().first?.array.first {
+                if let job = try accept(message, deliveries: 1) { return .job(job) }
+                continue // a rejected message: read on
+            }
+            if follows || !mayWait { return .nothing }
+            let pending = try command(["XPENDING", address.stream, address.group])
             let count = Int(pending.array.first?.string ?? "0") ?? 0
-            if count <= outstanding.count { return nil }
-            // Someone else's jobs are pending: wait for them to finish or to become claimable.
-            usleep(200_000)
+            if count <= outstanding.count { return .end }
+            // Someone else's jobs are pending: the blocking read above was the wait for them to
+            // finish or to become claimable.
+        }
+    }
+
+    /// This consumer's own pending jobs that it does not hold (delivered in a reply lost with
+    /// the connection): read again from its history, oldest first. Nil once there are none.
+    private func ownPending() throws(RedisError) -> BatchJob? {
+        var after = "0"
+        while true {
+            let reply = try command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", "10", "STREAMS", address.stream, after])
+            let messages = reply.array.first?.array.dropFirst().first?.array ?? []
+            guard !messages.isEmpty else {
+                rereadOwnPending = false
+                return nil
+            }
+            for message in messages {
+                guard let id = message.array.first?.string else { continue }
+                after = id
+                if outstanding.contains(id) { continue }
+                let details = try command(["XPENDING", address.stream, address.group, id, id, "1"])
+                let deliveries = Int(details.array.first?.array.dropFirst(3).first?.string ?? "1") ?? 1
+                if let job = try accept(message, deliveries: deliveries) { return job }
+            }
         }
     }
 
     /// XAUTOCLAIM of jobs idle longer than `claimIdle`; over-delivered ones are dead-lettered.
     private func takeOver() throws(RedisError) -> BatchJob? {
-        let reply = try connection.command(["XAUTOCLAIM", address.stream, address.group, consumer,
-                                            String(address.claimIdleMilliseconds), "0-0", "COUNT", "1"])
+        let reply = try command(["XAUTOCLAIM", address.stream, address.group, consumer,
+                                 String(address.claimIdleMilliseconds), "0-0", "COUNT", "1"])
         guard let message = reply.array.dropFirst().first?.array.first else { return nil }
         guard let id = message.array.first?.string else { return nil }
-        let details = try connection.command(["XPENDING", address.stream, address.group, id, id, "1"])
+        let details = try command(["XPENDING", address.stream, address.group, id, id, "1"])
         let deliveries = Int(details.array.first?.array.dropFirst(3).first?.string ?? "1") ?? 1
+        counters.add(\.takenOver)
         return try accept(message, deliveries: deliveries)
     }
 
@@ -124,7 +194,7 @@ package final class RedisQueue {
         outstanding.insert(id)
         if deliveries > address.maxDeliveries {
             try finish(id: id, asset: values["asset"] ?? "", failure: "delivered \(deliveries) times without finishing", deadLetter: true, job: text)
-            rejected.append((id, "delivered \(deliveries) times"))
+            reject(id, "delivered \(deliveries) times")
             return nil
         }
         do throws(BatchJob.FormatError) {
@@ -133,9 +203,13 @@ package final class RedisQueue {
             return job
         } catch {
             try finish(id: id, asset: values["asset"] ?? "", failure: "malformed job: \(error.reason)", deadLetter: true, job: text)
-            rejected.append((id, error.reason))
+            reject(id, error.reason)
             return nil
         }
+    }
+
+    private func reject(_ id: String, _ reason: String) {
+        if rejected.count < Self.maxRejectedKept { rejected.append((id, reason)) }
     }
 
     /// Gives a job back unacknowledged (a failure a retry may cure): after `claimIdle` it is
@@ -147,9 +221,35 @@ package final class RedisQueue {
     /// Records the outcome and acknowledges, atomically and only if the job is still ours.
     /// `deadLetter`: also append the job to `STREAM:dead`.
     package func finish(id: String, asset: String, failure: String?, deadLetter: Bool, job: String = "") throws(RedisError) {
+        let reply = try command(["EVAL", Self.finishScript, "3", address.stream, address.results, address.dead,
+                                 address.group, id, consumer, failure == nil ? "rendered" : "failed", asset,
+                                 failure ?? "", deadLetter ? "1" : "0", job])
         outstanding.remove(id)
-        _ = try connection.command(["EVAL", Self.finishScript, "3", address.stream, address.results, address.dead,
-                                    address.group, id, consumer, failure == nil ? "rendered" : "failed", asset,
-                                    failure ?? "", deadLetter ? "1" : "0", job])
+        // 0: another consumer took the job over meanwhile (its result is the one that counts).
+        guard reply == .integer(1) else { return }
+        if failure == nil { counters.add(\.rendered) } else { counters.add(\.failed) }
+        if deadLetter { counters.add(\.deadLettered) }
+    }
+
+    /// The group's backlog: `lag` (entries not yet delivered to any consumer; Redis 7's XINFO
+    /// GROUPS) and `pending` (delivered, not acknowledged). Recorded in `counters`.
+    @discardableResult
+    package func sampleBacklog() throws(RedisError) -> (lag: Int?, pending: Int) {
+        let groups = try command(["XINFO", "GROUPS", address.stream])
+        for group in groups.array {
+            let fields = group.array
+            var values: [String: RedisValue] = [:]
+            var index = 0
+            while index + 1 < fields.count {
+                if let key = fields[index].string { values[key] = fields[index + 1] }
+                index += 2
+            }
+            guard values["name"]?.string == address.group else { continue }
+            let pending = Int(values["pending"]?.string ?? "0") ?? 0
+            let lag = values["lag"]?.string.flatMap { Int($0) }
+            counters.setBacklog(lag: lag, pending: pending)
+            return (lag, pending)
+        }
+        return (nil, 0)
     }
 }

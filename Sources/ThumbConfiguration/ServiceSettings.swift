@@ -30,6 +30,8 @@ package struct ServiceSettings: Sendable, Equatable {
     package var maxWaitMilliseconds = 30_000
     /// A spool folder the daemon drains in the background (batch priority), if any.
     package var spool: String?
+    /// A Redis stream the daemon (or `thumbd batch --follow`) consumes at batch priority, if any.
+    package var queue: RedisQueueAddress?
     /// Decode in sandboxed worker processes (the default). `false` decodes in the daemon's own
     /// threads: only to measure what the sandbox costs.
     package var sandbox = true
@@ -56,6 +58,14 @@ extension ThumbConfig {
         if let workers = try root.integer("workers", in: 1...256) { config.service.workers = workers }
         if let sandbox = try root.bool("sandbox") { config.service.sandbox = sandbox }
         if let spool = try root.string("spool") { config.service.spool = absolute(spool) }
+        if let url = try root.string("queue") {
+            guard var address = RedisQueueAddress(url) else {
+                throw root.fail("queue", "must be redis://[USER@]HOST:PORT/STREAM[?password-file=PATH&group=G&claim-idle-ms=N"
+                                + "&max-deliveries=N], got '\(DisplayText.truncated(url, maxBytes: 80))'")
+            }
+            address.passwordFile = address.passwordFile.map(absolute)
+            config.service.queue = address
+        }
         if let server = try root.fields("server") {
             try server.allowOnly(["socket", "socketMode", "socketGroup", "listen", "maxConnections", "httpThreads",
                                   "maxQueuedJobs", "maxWaitMilliseconds", "maxSlots", "maxSlotTableBytes", "slotIdleSeconds"])

@@ -34,7 +34,7 @@ package struct ThumbConfig: Sendable, Equatable {
     /// used by `load`, by the daemon's reload and by the fuzz target for kind configs.
     package static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "access"])
+        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "queue", "access"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets

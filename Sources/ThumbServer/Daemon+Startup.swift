@@ -48,7 +48,7 @@ final class DaemonStartup: @unchecked Sendable {
             let event = run()
             events.post(event)
             if case .serving(let services) = event {
-                services.startFollowing(spoolRoot: config.service.spool, catalog: config.catalog)
+                services.startFollowing(spoolRoot: config.service.spool, queue: config.service.queue, catalog: config.catalog)
             }
         }
     }
@@ -114,7 +114,7 @@ final class DaemonServices: @unchecked Sendable {
     let lifecycle: Lifecycle
     /// Started after serving; nil until then, and never once stopping (looked at under this
     /// lock by `startFollowing`, after the lifecycle's stop by `stop`: one of them sees the other).
-    private let following = Mutex<(watcher: FolderWatcher?, spool: SpoolConsumer?)>((nil, nil))
+    private let following = Mutex<(watcher: FolderWatcher?, spool: SpoolConsumer?, queue: LongLivedThread?)>((nil, nil, nil))
 
     init(pipeline: ThumbnailPipeline, api: ThumbnailAPI, server: HTTPServer, listeners: [Listener], lifecycle: Lifecycle) {
         self.lifecycle = lifecycle
@@ -126,7 +126,7 @@ final class DaemonServices: @unchecked Sendable {
 
     /// The watcher (its asset reconcile in the background) and the spool. A stop that came
     /// meanwhile wins: what started is stopped again here.
-    func startFollowing(spoolRoot: String?, catalog: SlotCatalog) {
+    func startFollowing(spoolRoot: String?, queue: RedisQueueAddress?, catalog: SlotCatalog) {
         var watcher: FolderWatcher?
         do {
             watcher = try pipeline.startWatching()
@@ -139,6 +139,16 @@ final class DaemonServices: @unchecked Sendable {
             guard !lifecycle.isStopping else { return true }
             following.watcher = watcher
             following.spool = spool
+            if let queue {
+                let counters = RedisQueueCounters()
+                api.queueCounters.withLock { $0 = counters }
+                do throws(SystemError) {
+                    following.queue = try QueueConsumer.follow(queue, runner: batchRunner(catalog), log: pipeline.configuration.log,
+                                                               lifecycle: lifecycle.child(), counters: counters)
+                } catch {
+                    Log.error("queue \(queue.description) not followed: \(error)")
+                }
+            }
             return false
         }
         if stopped {
@@ -152,6 +162,14 @@ final class DaemonServices: @unchecked Sendable {
         }
     }
 
+    /// A runner through the daemon's own pipeline into the cache it serves: the pregenerate
+    /// kinds for jobs that name none (every kind when none is).
+    private func batchRunner(_ catalog: SlotCatalog) -> BatchRunner {
+        let pregenerated = catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
+        return BatchRunner(pipeline: pipeline, catalog: catalog,
+                           defaultKinds: pregenerated.isEmpty ? catalog.kinds.keys.sorted() : pregenerated, outputTree: nil)
+    }
+
     /// The spool's consumer, rendering through the daemon's own pipeline into the cache it serves.
     private func spoolConsumer(root: String, catalog: SlotCatalog) -> SpoolConsumer? {
         let folder: SpoolFolder
@@ -159,10 +177,7 @@ final class DaemonServices: @unchecked Sendable {
             Log.error("spool \(root) unusable: \(error)")
             return nil
         }
-        let pregenerated = catalog.kinds.values.filter(\.pregenerate).map(\.name).sorted()
-        let runner = BatchRunner(pipeline: pipeline, catalog: catalog,
-                                 defaultKinds: pregenerated.isEmpty ? catalog.kinds.keys.sorted() : pregenerated, outputTree: nil)
-        return SpoolConsumer(folder: folder, runner: runner, log: pipeline.configuration.log, lifecycle: lifecycle)
+        return SpoolConsumer(folder: folder, runner: batchRunner(catalog), log: pipeline.configuration.log, lifecycle: lifecycle)
     }
 
     /// SIGTERM: new and queued requests get 503, running renders finish, the background work
@@ -170,8 +185,10 @@ final class DaemonServices: @unchecked Sendable {
     func stop() {
         lifecycle.stop()
         server.quiesce()
-        let (watcher, spool) = following.withLock { ($0.watcher, $0.spool) }
+        let (watcher, spool, queue) = following.withLock { ($0.watcher, $0.spool, $0.queue) }
         spool?.stop()
+        // Its lifecycle is a child of the daemon's, stopped above: the jobs in hand finish.
+        queue?.join()
         watcher?.stop()
         pipeline.shutdown()
         // Every request already received has its answer now: let it reach the client.
@@ -190,7 +207,8 @@ final class DaemonServices: @unchecked Sendable {
     func status() -> String {
         let metrics = pipeline.metrics
         let queued = metrics.queuedJobs.values.reduce(0, +)
-        let counts = "\(metrics.requests) requests, \(metrics.renders) renders, \(queued) queued, backlog \(metrics.backlog.rows)"
+        var counts = "\(metrics.requests) requests, \(metrics.renders) renders, \(queued) queued, backlog \(metrics.backlog.rows)"
+        if let queue = api.queueCounters.withLock({ $0 }) { counts += "; queue: " + queue.snapshot.statusLine }
         let startup = metrics.startup
         guard !startup.isReady else { return "serving: \(counts)" }
         let cache = startup.cacheReconciled ? "cache done"

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ThumbAccess
+import ThumbBatch
 package import ThumbImaging
 package import ThumbPipeline
 import ThumbSystem
@@ -20,6 +21,8 @@ package final class ThumbnailAPI: Sendable {
     /// `thumbnails` answered 200, the hits' count kept without the counters' lock (merged into
     /// `thumbd_http_requests_total`).
     let thumbnailsAnswered = Atomic<Int>(0)
+    /// The `"queue"` consumer's counters, once it is started (nil without a queue).
+    let queueCounters = Mutex<RedisQueueCounters?>(nil)
     /// A child of the pipeline's: once stopping (`beginShutdown`, the pipeline's shutdown or the
     /// daemon's stop), every request but the health checks is answered 503.
     let lifecycle: Lifecycle

@@ -18,41 +18,70 @@ final class RedisFixture {
     private var children: [ChildProcess] = []
     private var server: ChildProcess?
 
-    init(startServer: Bool = true) throws {
+    /// `appendOnly`: the server keeps an AOF (fsync on every write), so that `restartServer`
+    /// brings back every acknowledged write, as a production Redis with `appendfsync always`.
+    /// `extra`: more redis-server arguments (`--requirepass`, say).
+    init(startServer: Bool = true, appendOnly: Bool = false, extra: [String] = []) throws {
         _ = try TestPaths.builtExecutable("thumbd")
         let folder = try ScratchDirectory("redis")
         scratchDirectory = folder
         cliPath = Self.which("redis-cli") ?? "/usr/bin/redis-cli"
+        serverArguments = ["--bind", "127.0.0.1", "--save", "", "--dir", folder.path]
+            + (appendOnly ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]) + extra
         guard startServer else {
             port = try Self.freePort()
             return
-        }
-        guard let serverPath = Self.which("redis-server"), Self.which("redis-cli") != nil else {
-            throw TestFailure("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
         }
         // A port found free may be taken by a concurrent test before redis binds it: then another.
         var attempt = 0
         while true {
             attempt += 1
             let port = try Self.freePort()
-            let server = try ChildProcess(serverPath, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                                       "--dir", folder.path], stdout: .captured, stderr: .captured)
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
-                if (try? Self.cli(cliPath, port: port, ["PING"])) == "PONG" {
-                    self.port = port
-                    self.server = server
-                    return
-                }
-                guard server.isRunning else { break }
-                usleep(50_000)
+            let (server, output) = try Self.launch(serverArguments, port: port, cliPath: cliPath)
+            if let server {
+                self.port = port
+                self.server = server
+                return
             }
-            server.kill()
-            let output = server.stdout + server.stderr
             guard attempt < 5, output.contains("Address already in use") else {
                 throw TestFailure("redis-server on port \(port) did not answer PING: \(output)")
             }
         }
+    }
+
+    private let serverArguments: [String]
+    /// Extra arguments for `cli` (`-a PASSWORD` once the server wants one).
+    var cliAuthentication: [String] = []
+
+    /// A server answering PING on `port`, or nil and what it printed.
+    private static func launch(_ arguments: [String], port: Int, cliPath: String) throws -> (ChildProcess?, String) {
+        guard let serverPath = which("redis-server"), which("redis-cli") != nil else {
+            throw TestFailure("redis-server / redis-cli not found on PATH: install Debian's redis-server package (apt-get install redis-server)")
+        }
+        let server = try ChildProcess(serverPath, ["--port", "\(port)"] + arguments, stdout: .captured, stderr: .captured)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            // PONG, or NOAUTH from a server with a password: either way it answers.
+            let reply = try? ChildProcess.run(cliPath, ["-p", "\(port)", "PING"], timeout: 5)
+            if let reply, reply.stdout.hasPrefix("PONG") || reply.stdout.contains("NOAUTH") { return (server, "") }
+            guard server.isRunning else { break }
+            usleep(50_000)
+        }
+        server.kill()
+        return (nil, server.stdout + server.stderr)
+    }
+
+    /// SIGKILLs the server (no shutdown: what a crash does).
+    func killServer() {
+        server?.kill()
+    }
+
+    /// Starts the server again on the same port and folder (from its AOF when `appendOnly`).
+    func restartServer() throws {
+        server?.kill()
+        let (restarted, output) = try Self.launch(serverArguments, port: port, cliPath: cliPath)
+        guard let restarted else { throw TestFailure("redis-server did not restart on port \(port): \(output)") }
+        server = restarted
     }
 
     deinit {
@@ -94,7 +123,7 @@ final class RedisFixture {
     /// `redis-cli` text output, trailing newline removed; lines of commands may be fed on stdin.
     @discardableResult
     func cli(_ arguments: String..., stdin: String? = nil) throws -> String {
-        try Self.cli(cliPath, port: port, arguments, stdin: stdin)
+        try Self.cli(cliPath, port: port, cliAuthentication + arguments, stdin: stdin)
     }
 
     /// `redis-cli -p PORT ARGUMENTS`, its output without the trailing newlines.
@@ -108,7 +137,7 @@ final class RedisFixture {
 
     /// `redis-cli --json` output, parsed.
     func json(_ arguments: String...) throws -> Any {
-        let child = try ChildProcess.run(cliPath, ["-p", "\(port)", "--json"] + arguments, timeout: 20)
+        let child = try ChildProcess.run(cliPath, ["-p", "\(port)", "--json"] + cliAuthentication + arguments, timeout: 20)
         guard child.exitCode == 0 else { throw TestFailure("redis-cli \(arguments): \(child.summary)") }
         guard let value = try? JSONSerialization.jsonObject(with: Data(child.stdout.utf8), options: .fragmentsAllowed) else {
             throw TestFailure("redis-cli \(arguments): not JSON: \(child.stdout)")

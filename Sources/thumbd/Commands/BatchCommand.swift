@@ -12,13 +12,19 @@ struct BatchCommand: ThumbdCommand {
     static let name = "batch"
     static let summary = "pre-render a folder, a jobs file or a spool folder"
     static let usage = """
-        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL) [--kinds K1,K2] [--format F]
-                            [--out-dir DIR] [--assets DIR] [--cache DIR] [--workers N] [--json]
+        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL [--follow]) [--kinds K1,K2]
+                            [--format F] [--out-dir DIR] [--assets DIR] [--cache DIR] [--workers N] [--json]
 
           DIR            every image under DIR (DIR is the asset folder)
           --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2, "format": "webp"}
           --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
-          --queue URL    redis://HOST:PORT/STREAM: a consumer of the group "thumbd" (Redis Streams)
+          --queue URL    redis://[USER@]HOST:PORT/STREAM[?password-file=PATH&group=G&claim-idle-ms=N&max-deliveries=N]:
+                         a consumer of the group "thumbd" (Redis Streams); without it, the config's "queue"
+          --follow       with a queue: wait for jobs (a blocking read) instead of ending when the stream is drained,
+                         reconnect when Redis goes away, stop on SIGTERM or SIGINT (the jobs in hand finish); under
+                         systemd (Type=notify): READY=1, STATUS with the counts and the group's lag, WATCHDOG=1
+                         The password: password-file=, else $CREDENTIALS_DIRECTORY/redis-password (LoadCredential=);
+                         one in the URL works but is visible in ps (a warning says so)
           --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
           --format F     auto, jpeg, png, webp or avif for jobs that name none (default: each kind's encoding.format)
           --out-dir DIR  write DIR/<kind>@<scale>x/<asset path>.<ext> (a.png → a.png.jpg) instead of into the cache
@@ -27,8 +33,9 @@ struct BatchCommand: ThumbdCommand {
         Idempotent (up-to-date thumbnails are skipped) and resumable (outputs are written atomically).
         The cache keeps to the config's cache.diskBytes (default 2 GiB), evicting the least recently
         used: a batch larger than it keeps only its last thumbnails, and says so.
-        exit status: 0 all rendered; 64 usage; 65 some inputs failed (the rest rendered); 66 no such folder;
-        73 cannot open the cache; 75 another thumbd has the cache folder open; 78 bad config.
+        exit status: 0 all rendered (or --follow stopped by a signal); 64 usage; 65 some inputs failed (the rest
+        rendered); 66 no such folder; 69 Redis unreachable or refused a command; 73 cannot open the cache; 75 another
+        thumbd has the cache folder open; 78 bad config (or Redis refused the credentials).
         """
 
     var configPath: String?
@@ -36,6 +43,7 @@ struct BatchCommand: ThumbdCommand {
     var jobsFile: String?
     var spool: String?
     var queue: RedisQueue.Address?
+    var follows: Bool
     var kinds: [String]?
     var format: EncoderSettings.Format?
     var outputTree: String?
@@ -46,7 +54,7 @@ struct BatchCommand: ThumbdCommand {
 
     init(arguments: [String]) throws(UsageError) {
         let scanner = try ArgumentScanner(arguments, valued: ["--config", "--jobs", "--spool", "--queue", "--kinds", "--format", "--out-dir",
-                                                              "--assets", "--cache", "--workers"], flags: ["--json"])
+                                                              "--assets", "--cache", "--workers"], flags: ["--json", "--follow"])
         configPath = try scanner.value("--config")
         jobsFile = try scanner.value("--jobs")
         spool = try scanner.value("--spool")
@@ -58,8 +66,14 @@ struct BatchCommand: ThumbdCommand {
         }
         guard scanner.positionals.count <= 1 else { throw UsageError(message: "give one folder") }
         folder = scanner.positionals.first
-        guard [folder != nil, jobsFile != nil, spool != nil, queue != nil].filter({ $0 }).count == 1 else {
+        follows = scanner.flag("--follow")
+        // --follow alone: the config's "queue" (checked once the config is read).
+        let sources = [folder != nil, jobsFile != nil, spool != nil, queue != nil].filter { $0 }.count
+        guard sources == 1 || (sources == 0 && follows) else {
             throw UsageError(message: "give exactly one of DIR, --jobs FILE, --spool DIR or --queue URL")
+        }
+        if follows && (folder != nil || jobsFile != nil || spool != nil) {
+            throw UsageError(message: "--follow is for a queue (--queue URL, or the config's \"queue\")")
         }
         kinds = try scanner.value("--kinds").map(Self.splitKinds)
         if let kinds, kinds.isEmpty { throw UsageError(message: "--kinds names no kind") }
@@ -81,6 +95,9 @@ struct BatchCommand: ThumbdCommand {
     static func splitKinds(_ text: String) -> [String] { BatchJob.splitKinds(text) }
 
     func run() -> ExitCode {
+        // A follower stops on SIGTERM or SIGINT: blocked before any thread exists, taken by one
+        // thread (`consume`).
+        let signals = follows ? Self.blockStopSignals() : nil
         guard let config = ConfigOption.loadReporting(configPath) else { return .config }
         guard let assetRoot = folder ?? assets ?? config.assetRoot else {
             Console.error("thumbd batch: no asset folder: give DIR, --assets or the config's 'assets' key")
@@ -90,8 +107,11 @@ struct BatchCommand: ThumbdCommand {
             Console.error("thumbd batch: \(assetRoot): no such folder")
             return .noInput
         }
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
-        let cacheDirectory = cache ?? config.service.cacheDirectory ?? home + "/.cache/thumbd/thumbnails"
+        let environment = ProcessInfo.processInfo.environment
+        let home = environment["HOME"] ?? "/tmp"
+        // CACHE_DIRECTORY: systemd's CacheDirectory= (thumbd-queue@.service).
+        let cacheDirectory = cache ?? config.service.cacheDirectory ?? environment["CACHE_DIRECTORY"].map { $0 + "/thumbnails" }
+            ?? home + "/.cache/thumbd/thumbnails"
         var configuration = PipelineConfiguration(config, assetRoot: assetRoot, cacheDirectory: cacheDirectory, workers: workers)
         configuration.memoryCacheBytes = 8 << 20 // a batch rarely asks twice
         let defaultKinds = kinds ?? {
@@ -122,43 +142,29 @@ struct BatchCommand: ThumbdCommand {
 
         var summary: BatchRunner.Summary
         var malformed: [BatchRunner.Failure] = []
-        if let queue {
-            let consumer: RedisQueue
-            do { consumer = try RedisQueue(address: queue) } catch {
-                Console.error("thumbd batch: \(error)")
+        if let queue = queue ?? (follows ? config.service.queue : nil) {
+            let consumed = consume(queue, runner: runner, log: pipeline.configuration.log, signals: signals)
+            guard case .ran(let outcome, let rejected) = consumed else {
+                reporter.finish()
+                if case .failed(let code) = consumed { return code }
                 return .unavailable
             }
-            var queueError: RedisError?
-            let jobs = AnySequence { () -> AnyIterator<BatchJob> in
-                AnyIterator {
-                    guard queueError == nil else { return nil }
-                    do throws(RedisError) { return try consumer.next() } catch {
-                        queueError = error
-                        return nil
-                    }
-                }
-            }
-            summary = runner.run(jobs) { job, failures in
-                guard let id = job.origin else { return }
-                // A failure a retry may cure stays unacknowledged: it is taken over again later.
-                guard failures.allSatisfy(\.isPermanent) else { return consumer.release(id: id) }
-                let reason = failures.isEmpty ? nil : failures.map { "\($0.kind): \($0.reason)" }.joined(separator: "; ")
-                do throws(RedisError) {
-                    try consumer.finish(id: id, asset: job.asset, failure: reason, deadLetter: reason != nil,
-                                        job: String(decoding: job.json, as: UTF8.self))
-                } catch {
-                    queueError = error
-                }
-            }
-            for rejected in consumer.rejected {
-                malformed.append(BatchRunner.Failure(asset: rejected.id, kind: "-", reason: rejected.reason))
-            }
-            if let queueError {
-                Console.error("thumbd batch: queue \(queue.host):\(queue.port)/\(queue.stream): \(queueError)")
+            summary = outcome.summary
+            malformed = rejected
+            if let error = outcome.error {
+                Console.error("thumbd batch: queue \(queue.description): \(error)")
                 reporter.finish()
                 BatchReport.print(summary, json: json)
-                return .unavailable
+                return error.kind == .authentication ? .config : .unavailable
             }
+            if follows {
+                reporter.finish()
+                BatchReport.print(summary, json: json)
+                return .ok // stopped by a signal: the jobs in hand were finished or left pending
+            }
+        } else if follows {
+            Console.error("thumbd batch: --follow needs a queue: --queue URL, or \"queue\" in the config")
+            return .usage
         } else if let spool {
             let folder: SpoolFolder
             do { folder = try SpoolFolder(root: spool) } catch {

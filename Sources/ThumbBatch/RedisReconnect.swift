@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+package import ThumbPipeline
+
+/// What a queue consumer did, for `/metrics` and systemd's STATUS: read from any thread.
+package final class RedisQueueCounters: Sendable {
+    package struct Snapshot: Sendable, Equatable {
+        package var rendered = 0
+        package var failed = 0
+        package var deadLettered = 0
+        package var takenOver = 0
+        package var reconnects = 0
+        /// Entries of the stream not yet delivered to the group (Redis 7's XINFO GROUPS lag);
+        /// nil until sampled, or when Redis cannot tell.
+        package var lag: Int?
+        package var pending = 0
+        /// Whether the connection is up now.
+        package var connected = true
+    }
+
+    private let state = Mutex(Snapshot())
+
+    package init() {}
+
+    package var snapshot: Snapshot { state.withLock { $0 } }
+
+    func add(_ counter: WritableKeyPath<Snapshot, Int>, _ amount: Int = 1) {
+        state.withLock { $0[keyPath: counter] += amount }
+    }
+
+    func setBacklog(lag: Int?, pending: Int) {
+        state.withLock {
+            $0.lag = lag
+            $0.pending = pending
+        }
+    }
+
+    func setConnected(_ connected: Bool) {
+        state.withLock { $0.connected = connected }
+    }
+
+}
+
+extension RedisQueueCounters.Snapshot {
+    /// One line for systemd's STATUS=.
+    package var statusLine: String {
+        "\(rendered) rendered, \(failed) failed, \(deadLettered) dead, lag \(lag.map(String.init) ?? "?"), pending \(pending)"
+            + (connected ? "" : ", reconnecting")
+    }
+}
+
+/// The reconnect policy of a queue follower: capped exponential backoff with jitter, one log
+/// line when the connection is lost and one when it is back (with how long it was gone and how
+/// many tries it took), and the count of episodes.
+struct RedisReconnect {
+    /// The first wait, and the cap: a Redis restart (a few seconds) is met within a second
+    /// or two of its return, and a long outage costs one try every 10 s per consumer.
+    static let firstDelaySeconds = 0.1
+    static let maxDelaySeconds = 10.0
+
+    let counters: RedisQueueCounters
+    private var lostAt: ContinuousClock.Instant?
+    private var attempts = 0
+    private var lastError = ""
+    private var generator = SystemRandomNumberGenerator()
+
+    init(counters: RedisQueueCounters) {
+        self.counters = counters
+    }
+
+    var isFirstTry: Bool { lostAt == nil && attempts == 0 }
+
+    /// The connection failed: an episode starts (logged once).
+    mutating func lost(_ error: RedisError, log: PipelineLog?, address: RedisQueue.Address) {
+        guard lostAt == nil else { return failedAgain(error) }
+        lostAt = .now
+        attempts = 0
+        lastError = error.description
+        counters.add(\.reconnects)
+        counters.setConnected(false)
+        log?.warning("queue \(address.description): connection lost (\(error)); reconnecting with backoff")
+    }
+
+    mutating func failedAgain(_ error: RedisError) {
+        lastError = error.description
+    }
+
+    /// How long to wait before the next try: full jitter over the capped exponential
+    /// (0.1, 0.2, 0.4 … 10 s), so that a fleet of consumers does not reconnect in step.
+    mutating func nextDelaySeconds() -> Double {
+        let ceiling = min(Self.maxDelaySeconds, Self.firstDelaySeconds * pow(2, Double(min(attempts, 20))))
+        attempts += 1
+        return Double.random(in: (ceiling / 2)...ceiling, using: &generator)
+    }
+
+    /// The connection is back: the episode ends (logged once, with its length).
+    mutating func restored(log: PipelineLog?, address: RedisQueue.Address) {
+        guard lostAt != nil else { return }
+        let seconds = lostAt.map { (ContinuousClock.now - $0) / .seconds(1) } ?? 0
+        log?.notice("queue \(address.description): reconnected after \(String(format: "%.1f", seconds)) s and \(attempts) "
+                    + "attempt(s) (last error: \(lastError))")
+        lostAt = nil
+        attempts = 0
+        counters.setConnected(true)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+import ThumbTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `thumbd batch --queue URL --follow` (issue 27): consumers that wait for work, survive a
+/// Redis restart, stop on SIGTERM with 0, and authenticate.
+@Suite(.serialized) struct RedisFollowTests {
+    static let poison = "xcsn0g01.png"
+
+    func follower(_ redis: RedisFixture, _ query: String = "?claim-idle-ms=1500", assets: URL, out: URL, name: String) throws -> ChildProcess {
+        try redis.start(["batch", "--queue", "redis://127.0.0.1:\(redis.port)/s\(query)", "--follow", "--assets", assets.path,
+                         "--cache", redis.scratch.appendingPathComponent("cache-\(name)").path, "--out-dir", out.path,
+                         "--kinds", "large", "--workers", "1", "--json"])
+    }
+
+    /// Waits (polling Redis, which is the ledger) until `condition` holds; false at the deadline.
+    func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return try condition()
+    }
+
+    func resultCount(_ redis: RedisFixture) -> Int { Int((try? redis.cli("XLEN", "s:results")) ?? "") ?? 0 }
+
+    @Test func followersSurviveAKilledPeerAndARedisRestartAndStopWithZero() throws {
+        let redis = try RedisFixture(appendOnly: true)
+        let valid = Array(try RedisQueueTests.validPNGSuite().prefix(120))
+        let assets = redis.scratch.appendingPathComponent("assets")
+        let out = redis.scratch.appendingPathComponent("out")
+        try RedisQueueTests.copyAssets(valid + [Self.poison], into: assets)
+        func add(_ names: [String]) throws -> [String] {
+            let commands = names.map { "XADD s * job '{\"asset\": \"\($0)\"}'\n" }.joined()
+            return try redis.cli(stdin: commands).split(separator: "\n").map(String.init)
+        }
+        // Half the jobs (and the poison one) before the consumers start, half after the restart:
+        // followers wait for work instead of ending when the stream is drained.
+        let firstNames = Array(valid.prefix(60)) + [Self.poison]
+        var ids = try add(firstNames)
+        var assetOf = Dictionary(uniqueKeysWithValues: zip(ids, firstNames))
+        let victim = try follower(redis, assets: assets, out: out, name: "victim")
+        let survivors = [try follower(redis, assets: assets, out: out, name: "a"), try follower(redis, assets: assets, out: out, name: "b")]
+
+        #expect(waitUntil(seconds: 60) { resultCount(redis) >= 20 }, "no results: \(victim.stderr.suffix(400))")
+        try #require(victim.isRunning, "the victim ended on its own: \(victim.stderr.suffix(400))")
+        victim.kill()
+        redis.killServer()
+        usleep(1_500_000) // the survivors meet a dead server and back off
+        try redis.restartServer()
+        let secondNames = Array(valid.dropFirst(60))
+        let more = try add(secondNames)
+        ids += more
+        for (id, name) in zip(more, secondNames) { assetOf[id] = name }
+
+        // The victim's jobs are taken over after claim-idle-ms; every job ends with a result.
+        #expect(waitUntil(seconds: 120) { resultCount(redis) >= ids.count },
+                "\(resultCount(redis)) of \(ids.count) results; survivor: \(survivors[0].stderr.suffix(600))")
+        for survivor in survivors {
+            #expect(survivor.isRunning, "a follower ended: \(survivor.stderr.suffix(600))")
+        }
+        let results = try redis.entries("s:results")
+        var perID: [String: Int] = [:]
+        for result in results { perID[result["id"] ?? "?", default: 0] += 1 }
+        #expect(Set(perID.keys) == Set(ids), "result ids not the job ids")
+        #expect(perID.values.allSatisfy { $0 == 1 }, "jobs with more than one result: \(perID.filter { $0.value != 1 }.prefix(5))")
+        for result in results {
+            let id = result["id"] ?? "?"
+            let expected = assetOf[id] == Self.poison ? "failed" : "rendered"
+            #expect(result["status"] == expected, "job \(id) (\(assetOf[id] ?? "?")): \(result["status"] ?? "-") \(result["reason"] ?? "")")
+        }
+        let dead = try redis.entries("s:dead")
+        #expect(dead.count == 1 && dead.first?["asset"] == Self.poison, "dead letters: \(dead)")
+        #expect(try redis.pendingCount("s") == 0)
+        // Every good job's thumbnail is in the output tree.
+        let written = Set((try? FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("large@1x").path)) ?? [])
+        let missing = valid.filter { name in !written.contains { $0.hasPrefix(name + ".") } }
+        #expect(missing.isEmpty, "no output for \(missing.prefix(5))")
+        // Both noticed the restart, once each, and said how long it lasted.
+        for survivor in survivors {
+            #expect(survivor.stderr.contains("connection lost") && survivor.stderr.contains("reconnected after"),
+                    "\(survivor.stderr.suffix(600))")
+        }
+
+        for survivor in survivors { survivor.signal(SIGTERM) }
+        for survivor in survivors {
+            let ended = survivor.end(within: 30)
+            #expect(ended.exitCode == 0 && !ended.timedOut, "SIGTERM: \(ended.summary.suffix(600))")
+        }
+    }
+
+    @Test func aPasswordFromAFileOrTheCredentialsDirectoryAuthenticatesAndAWrongOneIsExit78() throws {
+        let redis = try RedisFixture(extra: ["--requirepass", "s3cret pass"])
+        redis.cliAuthentication = ["-a", "s3cret pass", "--no-auth-warning"]
+        let assets = redis.scratch.appendingPathComponent("assets")
+        try RedisQueueTests.copyAssets(Array(try RedisQueueTests.validPNGSuite().prefix(3)), into: assets)
+        let passwordFile = redis.scratch.appendingPathComponent("redis-password")
+        try Data("s3cret pass\n".utf8).write(to: passwordFile)
+        let url = "redis://127.0.0.1:\(redis.port)/s"
+        func once(_ url: String, environment: [String: String] = [:]) throws -> ChildProcess.Result {
+            var inherited = ProcessInfo.processInfo.environment
+            for name in ["CREDENTIALS_DIRECTORY", "CACHE_DIRECTORY", "NOTIFY_SOCKET"] { inherited[name] = nil }
+            var environment = inherited.merging(environment) { _, new in new }
+            environment["HOME"] = redis.scratch.path
+            let child = try ChildProcess(RedisFixture.thumbd, ["batch", "--queue", url, "--assets", assets.path,
+                                                               "--cache", redis.scratch.appendingPathComponent("cache").path,
+                                                               "--kinds", "large", "--workers", "1"],
+                                         environment: environment, stdout: .captured, stderr: .captured)
+            return child.end(within: 60)
+        }
+        try redis.cli("XADD", "s", "*", "job", #"{"asset": "\#(try RedisQueueTests.validPNGSuite()[0])"}"#)
+
+        let fromFile = try once(url + "?password-file=" + passwordFile.path)
+        #expect(fromFile.exitCode == 0, "\(fromFile.summary)")
+        #expect(!fromFile.stderr.contains("s3cret"), "the password is never printed")
+
+        let credentials = redis.scratch.appendingPathComponent("credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: passwordFile, to: credentials.appendingPathComponent("redis-password"))
+        let fromCredential = try once(url, environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(fromCredential.exitCode == 0, "\(fromCredential.summary)")
+
+        let inURL = try once("redis://:s3cret%20pass@127.0.0.1:\(redis.port)/s")
+        #expect(inURL.exitCode == 0, "\(inURL.summary)")
+        #expect(inURL.stderr.contains("password is in the URL"), "the URL's password is warned about: \(inURL.stderr)")
+
+        try Data("wrong\n".utf8).write(to: passwordFile)
+        let wrong = try once(url + "?password-file=" + passwordFile.path)
+        #expect(wrong.exitCode == 78, "\(wrong.summary)")
+        #expect(wrong.stderr.contains("AUTH") && !wrong.stderr.contains("wrong\n"), "\(wrong.stderr)")
+        let none = try once(url)
+        #expect(none.exitCode == 78, "no password for a Redis that wants one: \(none.summary)")
+        let missing = try once(url + "?password-file=" + redis.scratch.appendingPathComponent("nope").path)
+        #expect(missing.exitCode == 78 && missing.stderr.contains("nope"), "\(missing.summary)")
+        #expect(try redis.cli("XLEN", "s:results") == "1", "the one job has one result")
+    }
+}
