@@ -98,10 +98,10 @@ final class SystemdGuest {
     }
 
     /// The journal of thumbd's units since `since` (text only), after journald wrote everything.
-    func journal(since: Date, priority: String? = nil) throws -> String {
+    func journal(since: Date, priority: String? = nil, unit: String? = nil) throws -> String {
         _ = try run(["journalctl", "--sync"])
-        var arguments = ["journalctl", "--no-pager", "-o", "cat", "-u", "thumbd.service", "-u", "thumbd.socket",
-                         "--since", "@\(Int(since.timeIntervalSince1970))"]
+        let units = unit.map { ["-u", $0] } ?? ["-u", "thumbd.service", "-u", "thumbd.socket"]
+        var arguments = ["journalctl", "--no-pager", "-o", "cat"] + units + ["--since", "@\(Int(since.timeIntervalSince1970))"]
         if let priority { arguments += ["-p", priority] }
         let result = try run(arguments)
         guard result.status == 0 else { throw TestFailure("journalctl: \(result.summary)") }

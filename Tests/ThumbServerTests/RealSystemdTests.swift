@@ -219,16 +219,21 @@ struct RealSystemdTests {
 extension RealSystemdTests {
     /// The first ```sh block under "## Install" in systemd/README.md, verbatim: that is what runs.
     static func readmeInstallCommands() throws -> String {
+        try readmeCommands(section: "## Install", mustContain: "systemctl enable --now thumbd.socket")
+    }
+
+    /// The first ```sh block under `section` in systemd/README.md, verbatim; it must still run
+    /// `mustContain` (what the test relies on).
+    static func readmeCommands(section: String, mustContain: String) throws -> String {
         let readme = ServePaths.packageRoot + "/systemd/README.md"
         let lines = try String(contentsOfFile: readme, encoding: .utf8).components(separatedBy: "\n")
-        guard let section = lines.firstIndex(of: "## Install"),
-              let open = lines[section...].firstIndex(of: "```sh"),
+        guard let start = lines.firstIndex(of: section), let open = lines[start...].firstIndex(of: "```sh"),
               let close = lines[(open + 1)...].firstIndex(of: "```") else {
-            throw TestFailure("\(readme): no ```sh block under '## Install'")
+            throw TestFailure("\(readme): no ```sh block under '\(section)'")
         }
         let block = lines[(open + 1)..<close].joined(separator: "\n")
-        guard block.contains("systemctl enable --now thumbd.socket") else {
-            throw TestFailure("\(readme): the install block no longer enables thumbd.socket; this test relies on it:\n\(block)")
+        guard block.contains(mustContain) else {
+            throw TestFailure("\(readme): the block under '\(section)' no longer runs '\(mustContain)'; this test relies on it:\n\(block)")
         }
         return block
     }

@@ -17,6 +17,7 @@
 #    overlay overrides that rule as well, or a checkout under /tmp vanishes inside the guest.
 #  - pivot_root, not chroot: a chrooted process may not create the user namespace that the
 #    unit's PrivateUsers=yes needs (status 217/USER).
+#  - / made rshared before systemd starts (it skips that in a container): LoadCredential= needs it.
 #  - Units that would touch the shared kernel (sysctl, binfmt, modules, pstore, audit, TPM, the
 #    clock, udev) or start the image's services are masked; the network namespace has only lo.
 #  - The guest gets its own cgroup (its cgroup namespace root), so teardown can kill everything.
@@ -122,6 +123,12 @@ inside)
     pivot_root . .
     umount -l .
     cd /
+    # Shared within the guest, as a booted host's / is: systemd does it itself only when not in a
+    # container, and without it a service's credentials (LoadCredential=: a ramfs the manager
+    # mounts in a helper's namespace and moves into /run/credentials) never reach the service,
+    # whose $CREDENTIALS_DIRECTORY stays an empty root-only folder. The guest's mounts were made
+    # private from the host's first (above), so nothing propagates out of it.
+    mount --make-rshared /
     exec env -i container=thumbd-test PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /lib/systemd/systemd --show-status=no
     ;;
