@@ -93,7 +93,7 @@ package final class BatchRunner {
     package func run(_ jobs: some Sequence<BatchJob>, expected: Int? = nil,
                     jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
         var iterator = jobs.makeIterator()
-        return run(source: { _ in iterator.next().map { .job($0) } ?? .end }, expected: expected, jobDone: jobDone)
+        return run(source: { _, _ in iterator.next().map { .job($0) } ?? .end }, expected: expected, jobDone: jobDone)
     }
 
     /// What a job source has now.
@@ -105,10 +105,11 @@ package final class BatchRunner {
         case end
     }
 
-    /// Runs the jobs `source` hands out. `source(mayWait)` may block for a job only when
+    /// Runs the jobs `source` hands out. `source(mayWait, room)` may block for a job only when
     /// `mayWait` is true: nothing is in flight then, so no finished job waits for its
-    /// acknowledgement while the source waits for work.
-    package func run(source: (_ mayWait: Bool) -> NextJob, expected: Int? = nil,
+    /// acknowledgement while the source waits for work. `room`: how many more renders the
+    /// runner would start now (at least 1), for a source that takes jobs in batches.
+    package func run(source: (_ mayWait: Bool, _ room: Int) -> NextJob, expected: Int? = nil,
                      jobDone: ((BatchJob, [Failure]) -> Void)? = nil) -> Summary {
         let start = ContinuousClock.now
         var summary = Summary()
@@ -168,7 +169,7 @@ package final class BatchRunner {
         var index = -1
         jobs: while true {
             let job: BatchJob
-            switch source(inFlight == 0) {
+            switch source(inFlight == 0, max(1, maxInFlight - inFlight)) {
             case .end: break jobs
             case .nothing:
                 if inFlight > 0 { drain(waiting: true) }

@@ -43,7 +43,7 @@ package final class QueueConsumer: @unchecked Sendable {
     package func run() -> Outcome {
         var queueError: RedisError?
         var lastSample: ContinuousClock.Instant?
-        let summary = runner.run(source: { [self] mayWait in
+        let summary = runner.run(source: { [self] mayWait, room in
             beat()
             guard queueError == nil else { return .end }
             do throws(RedisError) {
@@ -52,7 +52,7 @@ package final class QueueConsumer: @unchecked Sendable {
                     try queue.sampleBacklog()
                     sampled?(queue.counters.snapshot)
                 }
-                return try queue.next(mayWait: mayWait)
+                return try queue.next(mayWait: mayWait, room: room)
             } catch {
                 queueError = error
                 return .end

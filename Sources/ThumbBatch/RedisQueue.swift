@@ -38,6 +38,16 @@ package final class RedisQueue {
     /// After a reconnect: this consumer's own pending jobs are read again first (a reply lost
     /// with the connection may have delivered one that never reached us).
     private var rereadOwnPending = false
+    /// Messages one read delivered beyond the job handed out (a read takes as many as the runner
+    /// has room for): handed out next, oldest first.
+    private var delivered: [RedisValue] = []
+    private var deliveredIndex = 0
+    /// When the last take-over found nothing: looked for again after `takeOverInterval`, not
+    /// on every job (it costs two round trips).
+    private var lastTakeOver: ContinuousClock.Instant?
+    private var takeOverInterval: Duration { .milliseconds(min(1_000, max(1, address.claimIdleMilliseconds / 2))) }
+    /// At most this many messages a read, whatever the room.
+    static let maxReadCount = 32
     /// Malformed or over-delivered messages, already dead-lettered: for the summary (the
     /// first `maxRejectedKept`; a follower runs for months).
     package private(set) var rejected: [(id: String, reason: String)] = []
@@ -112,7 +122,10 @@ package final class RedisQueue {
                 let fresh = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
                 connection = fresh
                 reconnect.restored(log: log, address: address)
+                // What was delivered and not handed out is read again from the history.
                 rereadOwnPending = true
+                delivered = []
+                deliveredIndex = 0
                 try joinGroup() // a Redis restarted without its data has no group
                 return fresh
             } catch where error.kind == .connection {
@@ -124,23 +137,39 @@ package final class RedisQueue {
 
     /// The next job for a one-shot consumer (`.end` once the stream is drained: nothing new,
     /// nothing pending but this consumer's own) or a follower (`.end` only once stopping;
-    /// `.nothing` after a wait with no job). Blocks only when `mayWait`.
-    package func next(mayWait: Bool) throws(RedisError) -> BatchRunner.NextJob {
+    /// `.nothing` after a wait with no job). Blocks only when `mayWait`; a read takes at most
+    /// `room` messages (what the runner can start now). Messages delivered and not yet handed
+    /// out when a follower stops stay pending on it, taken over by another after claim-idle-ms.
+    package func next(mayWait: Bool, room: Int = 1) throws(RedisError) -> BatchRunner.NextJob {
         while true {
             if follows && lifecycle.isStopping { return .end }
-            if rereadOwnPending, let job = try ownPending() { return .job(job) }
-            if let job = try takeOver() { return .job(job) }
-            let block = mayWait ? ["BLOCK", String(follows ? Self.blockMilliseconds : 500)] : []
-            let reply = try command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", "1"] + block
-                                    + ["STREAMS", address.stream, ">"])
-            if let message = reply.array.first?.array.dropFirst().first?.array.first {
+            if deliveredIndex < delivered.count {
+                let message = delivered[deliveredIndex]
+                deliveredIndex += 1
                 if let job = try accept(message, deliveries: 1) { return .job(job) }
-                continue // a rejected message: read on
+                continue // a rejected message: on to the next
+            }
+            if rereadOwnPending, let job = try ownPending() { return .job(job) }
+            if lastTakeOver.map({ ContinuousClock.now - $0 >= takeOverInterval }) ?? true {
+                if let job = try takeOver() { return .job(job) }
+                lastTakeOver = .now
+            }
+            let block = mayWait ? ["BLOCK", String(follows ? Self.blockMilliseconds : 500)] : []
+            let count = String(min(Self.maxReadCount, max(1, room)))
+            let reply = try command(["XREADGROUP", "GROUP", address.group, consumer, "COUNT", count] + block
+                                    + ["STREAMS", address.stream, ">"])
+            let messages = reply.array.first?.array.dropFirst().first?.array ?? []
+            if !messages.isEmpty {
+                delivered = messages
+                deliveredIndex = 0
+                continue
             }
             if follows || !mayWait { return .nothing }
+            // Drained of new jobs: one last look for jobs to take over, then the pending count.
+            if let job = try takeOver() { return .job(job) }
             let pending = try command(["XPENDING", address.stream, address.group])
-            let count = Int(pending.array.first?.string ?? "0") ?? 0
-            if count <= outstanding.count { return .end }
+            let pendingCount = Int(pending.array.first?.string ?? "0") ?? 0
+            if pendingCount <= outstanding.count { return .end }
             // Someone else's jobs are pending: the blocking read above was the wait for them to
             // finish or to become claimable.
         }
