@@ -47,18 +47,7 @@ extension ThumbnailAPI {
         metric("thumbd_http_connections", "gauge", "Open HTTP connections, every listener.",
                [("", Double(transport.openConnections.load(ordering: .relaxed)))])
         if let queue = queueCounters.withLock({ $0 })?.snapshot {
-            metric("thumbd_stream_jobs_total", "counter", "Jobs of the \"queue\" stream finished by this consumer, by outcome "
-                   + "(rendered; failed, each also dead-lettered), and jobs it took over from a consumer that went quiet.",
-                   [("outcome=\"rendered\"", Double(queue.rendered)), ("outcome=\"failed\"", Double(queue.failed)),
-                    ("outcome=\"dead_lettered\"", Double(queue.deadLettered)), ("outcome=\"taken_over\"", Double(queue.takenOver))])
-            metric("thumbd_stream_reconnects_total", "counter", "Times the connection to Redis was lost (each episode once).",
-                   [("", Double(queue.reconnects))])
-            metric("thumbd_stream_connected", "gauge", "1 while the connection to Redis is up.", [("", queue.connected ? 1 : 0)])
-            metric("thumbd_stream_pending", "gauge", "Jobs of the group delivered and not yet acknowledged (every consumer).",
-                   [("", Double(queue.pending))])
-            if let lag = queue.lag {
-                metric("thumbd_stream_lag", "gauge", "Jobs of the stream not yet delivered to the group.", [("", Double(lag))])
-            }
+            for (name, type, help, samples) in StreamMetrics.families(queue) { metric(name, type, help, samples) }
         }
         metric("thumbd_cache_hits_total", "counter", "Thumbnails answered from a cache.",
                [("level=\"memory\"", Double(metrics.memoryHits)), ("level=\"disk\"", Double(metrics.diskHits))])

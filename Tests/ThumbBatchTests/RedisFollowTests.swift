@@ -10,10 +10,11 @@ import Glibc
 @Suite(.serialized) struct RedisFollowTests {
     static let poison = "xcsn0g01.png"
 
-    func follower(_ redis: RedisFixture, _ query: String = "?claim-idle-ms=1500", assets: URL, out: URL, name: String) throws -> ChildProcess {
+    func follower(_ redis: RedisFixture, _ query: String = "?claim-idle-ms=1500", assets: URL, out: URL, name: String,
+                  extra: [String] = []) throws -> ChildProcess {
         try redis.start(["batch", "--queue", "redis://127.0.0.1:\(redis.port)/s\(query)", "--follow", "--assets", assets.path,
                          "--cache", redis.scratch.appendingPathComponent("cache-\(name)").path, "--out-dir", out.path,
-                         "--kinds", "large", "--workers", "1", "--json"])
+                         "--kinds", "large", "--workers", "1", "--json"] + extra)
     }
 
     /// Waits (polling Redis, which is the ledger) until `condition` holds; false at the deadline.
@@ -24,6 +25,14 @@ import Glibc
             usleep(50_000)
         }
         return try condition()
+    }
+
+    /// A sample's value in Prometheus text, or nil.
+    static func sample(_ text: String, _ name: String) -> Int? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(line.dropFirst(name.count + 1))
+        }
+        return nil
     }
 
     func resultCount(_ redis: RedisFixture) -> Int { Int((try? redis.cli("XLEN", "s:results")) ?? "") ?? 0 }
@@ -44,7 +53,9 @@ import Glibc
         var ids = try add(firstNames)
         var assetOf = Dictionary(uniqueKeysWithValues: zip(ids, firstNames))
         let victim = try follower(redis, assets: assets, out: out, name: "victim")
-        let survivors = [try follower(redis, assets: assets, out: out, name: "a"), try follower(redis, assets: assets, out: out, name: "b")]
+        let metricsPort = try RedisFixture.freePort()
+        let survivors = [try follower(redis, assets: assets, out: out, name: "a", extra: ["--metrics-listen", "127.0.0.1:\(metricsPort)"]),
+                         try follower(redis, assets: assets, out: out, name: "b")]
 
         #expect(waitUntil(seconds: 60) { resultCount(redis) >= 20 }, "no results: \(victim.stderr.suffix(400))")
         try #require(victim.isRunning, "the victim ended on its own: \(victim.stderr.suffix(400))")
@@ -86,6 +97,14 @@ import Glibc
                     "\(survivor.stderr.suffix(600))")
         }
 
+        // The first survivor's own /metrics: its share of the jobs, and the one reconnect.
+        let scraped = try ChildProcess.run("/usr/bin/env", ["curl", "-sf", "http://127.0.0.1:\(metricsPort)/metrics"], timeout: 20)
+        #expect(scraped.exitCode == 0, "\(scraped.summary)")
+        let rendered = Self.sample(scraped.stdout, "thumbd_stream_jobs_total{outcome=\"rendered\"}")
+        let resultsByA = results.filter { $0["consumer"] == RedisQueueTests.consumerName(survivors[0].pid) && $0["status"] == "rendered" }.count
+        #expect(rendered == resultsByA && resultsByA > 0, "\(scraped.stdout)")
+        #expect(Self.sample(scraped.stdout, "thumbd_stream_reconnects_total") == 1 && Self.sample(scraped.stdout, "thumbd_stream_connected") == 1,
+                "\(scraped.stdout)")
         for survivor in survivors { survivor.signal(SIGTERM) }
         for survivor in survivors {
             let ended = survivor.end(within: 30)

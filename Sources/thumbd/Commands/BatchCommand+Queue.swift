@@ -1,5 +1,6 @@
 import Foundation
 import ThumbBatch
+import ThumbConfiguration
 import ThumbPipeline
 import ThumbServer
 import ThumbSystem
@@ -45,6 +46,16 @@ extension BatchCommand {
             return .failed(error.kind == .authentication ? .config : .unavailable)
         }
         let consumer = QueueConsumer(queue: queue, runner: runner, log: log)
+        var endpoint: StreamMetricsEndpoint?
+        if let metricsAddress {
+            do throws(SystemError) {
+                endpoint = try StreamMetricsEndpoint(metricsAddress, counters: queue.counters)
+            } catch {
+                Console.error("thumbd batch: cannot serve metrics on \(metricsAddress.host):\(metricsAddress.port): \(error)")
+                return .failed(.osError)
+            }
+        }
+        defer { endpoint?.stop() }
         if follows {
             do throws(SystemError) {
                 try startService(consumer, lifecycle: lifecycle, signals: signals)

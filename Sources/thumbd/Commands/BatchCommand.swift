@@ -12,7 +12,8 @@ struct BatchCommand: ThumbdCommand {
     static let name = "batch"
     static let summary = "pre-render a folder, a jobs file or a spool folder"
     static let usage = """
-        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL [--follow]) [--kinds K1,K2]
+        usage: thumbd batch [--config FILE] (DIR | --jobs FILE|- | --spool DIR | --queue URL [--follow [--metrics-listen A]])
+                            [--kinds K1,K2]
                             [--format F] [--out-dir DIR] [--assets DIR] [--cache DIR] [--workers N] [--json]
 
           DIR            every image under DIR (DIR is the asset folder)
@@ -23,6 +24,8 @@ struct BatchCommand: ThumbdCommand {
           --follow       with a queue: wait for jobs (a blocking read) instead of ending when the stream is drained,
                          reconnect when Redis goes away, stop on SIGTERM or SIGINT (the jobs in hand finish); under
                          systemd (Type=notify): READY=1, STATUS with the counts and the group's lag, WATCHDOG=1
+          --metrics-listen ADDRESS  with --follow: GET /metrics (the thumbd_stream_* families) on a loopback
+                         address, 127.0.0.1:PORT or [::1]:PORT
                          The password: password-file=, else $CREDENTIALS_DIRECTORY/redis-password (LoadCredential=);
                          one in the URL works but is visible in ps (a warning says so)
           --kinds        kinds to render when a job names none (default: the config's pregenerate kinds, else all)
@@ -44,6 +47,7 @@ struct BatchCommand: ThumbdCommand {
     var spool: String?
     var queue: RedisQueue.Address?
     var follows: Bool
+    var metricsAddress: ListenAddress?
     var kinds: [String]?
     var format: EncoderSettings.Format?
     var outputTree: String?
@@ -54,7 +58,8 @@ struct BatchCommand: ThumbdCommand {
 
     init(arguments: [String]) throws(UsageError) {
         let scanner = try ArgumentScanner(arguments, valued: ["--config", "--jobs", "--spool", "--queue", "--kinds", "--format", "--out-dir",
-                                                              "--assets", "--cache", "--workers"], flags: ["--json", "--follow"])
+                                                              "--assets", "--cache", "--workers", "--metrics-listen"],
+                                          flags: ["--json", "--follow"])
         configPath = try scanner.value("--config")
         jobsFile = try scanner.value("--jobs")
         spool = try scanner.value("--spool")
@@ -74,6 +79,13 @@ struct BatchCommand: ThumbdCommand {
         }
         if follows && (folder != nil || jobsFile != nil || spool != nil) {
             throw UsageError(message: "--follow is for a queue (--queue URL, or the config's \"queue\")")
+        }
+        if let text = try scanner.value("--metrics-listen") {
+            guard follows else { throw UsageError(message: "--metrics-listen is for a follower (--follow)") }
+            guard let address = ListenAddress(text) else {
+                throw UsageError(message: "--metrics-listen must be a loopback address, 127.0.0.1:PORT or [::1]:PORT, got '\(text)'")
+            }
+            metricsAddress = address
         }
         kinds = try scanner.value("--kinds").map(Self.splitKinds)
         if let kinds, kinds.isEmpty { throw UsageError(message: "--kinds names no kind") }
