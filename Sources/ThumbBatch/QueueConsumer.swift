@@ -85,27 +85,19 @@ package final class QueueConsumer: @unchecked Sendable {
         // Handed over: only the new thread uses the runner from here on.
         nonisolated(unsafe) let runner = runner
         return try LongLivedThread.start(name: "thumbd-queue") {
-            var backoff = RedisReconnect(counters: counters)
-            var queue: RedisQueue?
-            while queue == nil {
-                do throws(RedisError) {
-                    let (credentials, source) = try address.credentials()
-                    if source == .url, backoff.isFirstTry {
-                        log.warning("queue \(address.description): the Redis password is in the config's URL; "
-                                    + "give it in a file instead (password-file=PATH, or LoadCredential=redis-password)")
-                    }
-                    queue = try RedisQueue(address: address, credentials: credentials, follows: true, lifecycle: lifecycle,
-                                           log: log, counters: counters)
-                    backoff.restored(log: log, address: address)
-                } catch where error.kind == .connection {
-                    backoff.lost(error, log: log, address: address)
-                    if lifecycle.waitForStop(timeoutSeconds: backoff.nextDelaySeconds()) { return }
-                } catch {
-                    log.warning("queue \(address.description): not consumed: \(error)")
-                    return
+            let queue: RedisQueue?
+            do throws(RedisError) {
+                let (credentials, source) = try address.credentials()
+                if source == .url {
+                    log.warning("queue \(address.description): the Redis password is in the config's URL; "
+                                + "give it in a file instead (password-file=PATH, or LoadCredential=redis-password)")
                 }
+                queue = try RedisQueue.following(address, credentials: credentials, lifecycle: lifecycle, log: log, counters: counters)
+            } catch {
+                log.warning("queue \(address.description): not consumed: \(error)")
+                return
             }
-            guard let queue else { return }
+            guard let queue else { return } // stopped while waiting for Redis
             let outcome = QueueConsumer(queue: queue, runner: runner, log: log).run()
             if let error = outcome.error {
                 log.warning("queue \(address.description): stopped consuming: \(error)")

@@ -85,6 +85,25 @@ package final class RedisQueue {
         try joinGroup()
     }
 
+    /// A follower's queue: connects, waiting for a Redis that is not up (yet) with the reconnect
+    /// backoff, as a lost connection is waited for. Nil when `lifecycle` stops first; throws for
+    /// what waiting cannot cure (refused credentials, an error reply).
+    package static func following(_ address: Address, credentials: RedisCredentials?, lifecycle: Lifecycle, log: PipelineLog?,
+                                  counters: RedisQueueCounters) throws(RedisError) -> RedisQueue? {
+        var backoff = RedisReconnect(counters: counters)
+        while true {
+            do {
+                let queue = try RedisQueue(address: address, credentials: credentials, follows: true, lifecycle: lifecycle,
+                                           log: log, counters: counters)
+                backoff.restored(log: log, address: address)
+                return queue
+            } catch where error.kind == .connection {
+                backoff.lost(error, log: log, address: address, starting: true)
+                if lifecycle.waitForStop(timeoutSeconds: backoff.nextDelaySeconds()) { return nil }
+            }
+        }
+    }
+
     private func joinGroup() throws(RedisError) {
         do {
             // From the start of the stream: jobs added before the first consumer count too.
@@ -99,6 +118,7 @@ package final class RedisQueue {
     /// checks the job is still ours; a read again delivers what a lost reply held, see
     /// `rereadOwnPending`).
     private func command(_ arguments: [String]) throws(RedisError) -> RedisValue {
+        var rejoined = false
         while true {
             let live: RedisConnection
             if let connection { live = connection } else { live = try reconnected() }
@@ -107,6 +127,12 @@ package final class RedisQueue {
             } catch where error.kind == .connection && follows {
                 connection = nil
                 reconnect.lost(error, log: log, address: address)
+            } catch where follows && error.message.hasPrefix("NOGROUP") && arguments.first != "XGROUP" && !rejoined {
+                // The stream or its group was deleted under a follower (DEL, FLUSHALL): made again
+                // (from the start of what the stream now holds), once for this command.
+                log?.warning("queue \(address.description): the group \(address.group) is gone (\(error.message)); joining it again")
+                rejoined = true
+                try joinGroup()
             }
         }
     }
@@ -262,9 +288,16 @@ package final class RedisQueue {
 
     /// The group's backlog: `lag` (entries not yet delivered to any consumer; Redis 7's XINFO
     /// GROUPS) and `pending` (delivered, not acknowledged). Recorded in `counters`.
+    /// An error reply (a stream deleted meanwhile) leaves the counters as they were: the sample
+    /// is for reports, never a reason to stop consuming.
     @discardableResult
     package func sampleBacklog() throws(RedisError) -> (lag: Int?, pending: Int) {
-        let groups = try command(["XINFO", "GROUPS", address.stream])
+        let groups: RedisValue
+        do {
+            groups = try command(["XINFO", "GROUPS", address.stream])
+        } catch where error.kind == .reply {
+            return (nil, counters.snapshot.pending)
+        }
         for group in groups.array {
             let fields = group.array
             var values: [String: RedisValue] = [:]

@@ -70,15 +70,17 @@ struct RedisReconnect {
 
     var isFirstTry: Bool { lostAt == nil && attempts == 0 }
 
-    /// The connection failed: an episode starts (logged once).
-    mutating func lost(_ error: RedisError, log: PipelineLog?, address: RedisQueue.Address) {
+    /// The connection failed (or, `starting`, the first one could not be made): an episode
+    /// starts (logged once; counted when a connection was lost).
+    mutating func lost(_ error: RedisError, log: PipelineLog?, address: RedisQueue.Address, starting: Bool = false) {
         guard lostAt == nil else { return failedAgain(error) }
         lostAt = .now
         attempts = 0
         lastError = error.description
-        counters.add(\.reconnects)
+        if !starting { counters.add(\.reconnects) }
         counters.setConnected(false)
-        log?.warning("queue \(address.description): connection lost (\(error)); reconnecting with backoff")
+        log?.warning("queue \(address.description): " + (starting ? "Redis is not reachable yet" : "connection lost")
+                     + " (\(error)); " + (starting ? "connecting" : "reconnecting") + " with backoff")
     }
 
     mutating func failedAgain(_ error: RedisError) {
@@ -97,7 +99,7 @@ struct RedisReconnect {
     mutating func restored(log: PipelineLog?, address: RedisQueue.Address) {
         guard lostAt != nil else { return }
         let seconds = lostAt.map { (ContinuousClock.now - $0) / .seconds(1) } ?? 0
-        log?.notice("queue \(address.description): reconnected after \(String(format: "%.1f", seconds)) s and \(attempts) "
+        log?.notice("queue \(address.description): connected after \(String(format: "%.1f", seconds)) s and \(attempts) "
                     + "attempt(s) (last error: \(lastError))")
         lostAt = nil
         attempts = 0

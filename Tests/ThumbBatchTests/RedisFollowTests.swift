@@ -93,7 +93,7 @@ import Glibc
         #expect(missing.isEmpty, "no output for \(missing.prefix(5))")
         // Both noticed the restart, once each, and said how long it lasted.
         for survivor in survivors {
-            #expect(survivor.stderr.contains("connection lost") && survivor.stderr.contains("reconnected after"),
+            #expect(survivor.stderr.contains("connection lost") && survivor.stderr.contains("connected after"),
                     "\(survivor.stderr.suffix(600))")
         }
 
@@ -110,6 +110,24 @@ import Glibc
             let ended = survivor.end(within: 30)
             #expect(ended.exitCode == 0 && !ended.timedOut, "SIGTERM: \(ended.summary.suffix(600))")
         }
+    }
+
+    @Test func aFollowerStartedBeforeRedisWaitsForItThenConsumes() throws {
+        let redis = try RedisFixture(startServer: false)
+        let assets = redis.scratch.appendingPathComponent("assets")
+        let valid = try RedisQueueTests.validPNGSuite()
+        try RedisQueueTests.copyAssets([valid[0]], into: assets)
+        let consumer = try follower(redis, assets: assets, out: redis.scratch.appendingPathComponent("out"), name: "early")
+        #expect(waitUntil(seconds: 10) { consumer.stderr.contains("Redis is not reachable yet") }, "\(consumer.stderr)")
+        usleep(500_000)
+        try #require(consumer.isRunning, "the follower gave up on a Redis not up yet: \(consumer.stderr)")
+        try redis.restartServer()
+        try redis.cli("XADD", "s", "*", "job", #"{"asset": "\#(valid[0])"}"#)
+        #expect(waitUntil(seconds: 30) { resultCount(redis) == 1 }, "\(consumer.stderr)")
+        #expect(consumer.stderr.contains("connected after"), "\(consumer.stderr)")
+        consumer.signal(SIGTERM)
+        let ended = consumer.end(within: 30)
+        #expect(ended.exitCode == 0, "\(ended.summary)")
     }
 
     @Test func aPasswordFromAFileOrTheCredentialsDirectoryAuthenticatesAndAWrongOneIsExit78() throws {

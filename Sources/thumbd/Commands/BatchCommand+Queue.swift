@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ThumbBatch
 import ThumbConfiguration
 import ThumbPipeline
@@ -13,6 +14,8 @@ extension BatchCommand {
     enum Consumed {
         case ran(QueueConsumer.Outcome, rejected: [BatchRunner.Failure])
         case failed(ExitCode)
+        /// SIGTERM while the follower still waited for Redis: nothing was taken.
+        case stoppedWaiting
     }
 
     static func blockStopSignals() -> sigset_t {
@@ -38,42 +41,63 @@ extension BatchCommand {
             return .failed(.config)
         }
         let lifecycle = Lifecycle()
-        let queue: RedisQueue
-        do throws(RedisError) {
-            queue = try RedisQueue(address: address, credentials: credentials, follows: follows, lifecycle: lifecycle, log: log)
-        } catch {
-            Console.error("thumbd batch: queue \(address.description): \(error)")
-            return .failed(error.kind == .authentication ? .config : .unavailable)
-        }
-        let consumer = QueueConsumer(queue: queue, runner: runner, log: log)
+        let counters = RedisQueueCounters()
         var endpoint: StreamMetricsEndpoint?
         if let metricsAddress {
             do throws(SystemError) {
-                endpoint = try StreamMetricsEndpoint(metricsAddress, counters: queue.counters)
+                endpoint = try StreamMetricsEndpoint(metricsAddress, counters: counters)
             } catch {
                 Console.error("thumbd batch: cannot serve metrics on \(metricsAddress.host):\(metricsAddress.port): \(error)")
                 return .failed(.osError)
             }
         }
         defer { endpoint?.stop() }
+        // A follower is a service from here on: signals, READY, the watchdog; then it waits for
+        // Redis if need be (a Redis down when the host boots is not a failure of the consumer).
+        let running = RunningConsumer()
         if follows {
             do throws(SystemError) {
-                try startService(consumer, lifecycle: lifecycle, signals: signals)
+                try startService(address, running: running, counters: counters, lifecycle: lifecycle, signals: signals)
             } catch {
                 Console.error("thumbd batch: cannot start the signal thread: \(error)")
                 return .failed(.software)
             }
         }
+        defer { lifecycle.stop() } // ends the watchdog thread
+        let queue: RedisQueue
+        do throws(RedisError) {
+            if follows {
+                guard let connected = try RedisQueue.following(address, credentials: credentials, lifecycle: lifecycle, log: log,
+                                                               counters: counters) else {
+                    return .stoppedWaiting
+                }
+                queue = connected
+            } else {
+                queue = try RedisQueue(address: address, credentials: credentials, log: log, counters: counters)
+            }
+        } catch {
+            Console.error("thumbd batch: queue \(address.description): \(error)")
+            return .failed(error.kind == .authentication ? .config : .unavailable)
+        }
+        let consumer = QueueConsumer(queue: queue, runner: runner, log: log)
+        if follows {
+            let notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
+            let name = address.description
+            consumer.sampled = { snapshot in notifier.notify("STATUS=queue \(name): \(snapshot.statusLine)") }
+            running.consumer.withLock { $0 = consumer }
+        }
         let outcome = consumer.run()
-        lifecycle.stop() // ends the watchdog thread
         let rejected = queue.rejected.map { BatchRunner.Failure(asset: $0.id, kind: "-", reason: $0.reason) }
         return .ran(outcome, rejected: rejected)
     }
 
-    /// A follower as a service: SIGTERM or SIGINT stops it (the jobs in hand finish), and under
-    /// systemd READY=1 now, STATUS after each backlog sample, and WATCHDOG=1 while the consumer's
-    /// loop is alive (it beats at least once a blocking read, 1 s, or a render's deadline).
-    private func startService(_ consumer: QueueConsumer, lifecycle: Lifecycle, signals: sigset_t?) throws(SystemError) {
+    /// A follower as a service: SIGTERM or SIGINT stops it (the jobs in hand finish); under
+    /// systemd READY=1 now (the config and the cache are good; Redis may still be on its way,
+    /// and STATUS says so), STATUS after each backlog sample, and WATCHDOG=1 while the
+    /// consumer's loop is alive (it beats at least once a blocking read, 1 s, or a render's
+    /// deadline) or while it is still waiting for Redis.
+    private func startService(_ address: RedisQueue.Address, running: RunningConsumer, counters: RedisQueueCounters,
+                              lifecycle: Lifecycle, signals: sigset_t?) throws(SystemError) {
         if let signals {
             try LongLivedThread.detach(name: "thumbd-signals") {
                 var set = signals
@@ -87,14 +111,18 @@ extension BatchCommand {
             }
         }
         let notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
-        let address = consumer.queue.address.description
-        consumer.sampled = { snapshot in notifier.notify("STATUS=queue \(address): \(snapshot.statusLine)") }
-        notifier.notify("READY=1\nSTATUS=queue \(address): consuming")
+        notifier.notify("READY=1\nSTATUS=queue \(address.description): connecting")
         guard let interval = SystemdNotifier.watchdogInterval() else { return }
         try LongLivedThread.detach(name: "thumbd-watchdog") {
             while !lifecycle.waitForStop(timeoutSeconds: max(0.05, interval / 2)) {
-                if ContinuousClock.now - consumer.lastHeartbeat < .seconds(interval) { notifier.notify("WATCHDOG=1") }
+                let heartbeat = running.consumer.withLock { $0?.lastHeartbeat }
+                if heartbeat.map({ ContinuousClock.now - $0 < .seconds(interval) }) ?? true { notifier.notify("WATCHDOG=1") }
             }
         }
     }
+}
+
+/// The consumer once connected, for the watchdog thread (nil while it waits for Redis).
+final class RunningConsumer: Sendable {
+    let consumer = Mutex<QueueConsumer?>(nil)
 }

@@ -159,7 +159,7 @@ struct BatchCommand: ThumbdCommand {
             guard case .ran(let outcome, let rejected) = consumed else {
                 reporter.finish()
                 if case .failed(let code) = consumed { return code }
-                return .unavailable
+                return .ok // stopped by a signal before Redis answered
             }
             summary = outcome.summary
             malformed = rejected
