@@ -82,7 +82,7 @@ final class RedisConnection {
         if let credentials {
             do throws(RedisError) {
                 _ = try command(["AUTH"] + (credentials.user.map { [$0] } ?? []) + [credentials.password], operation: "AUTH")
-            } catch where error.kind == .reply {
+            } catch where error.kind != .connection {
                 // WRONGPASS, or "ERR AUTH <password> called without any password configured".
                 throw RedisError(.authentication, operation: "AUTH\(credentials.user.map { " as user '\($0)'" } ?? "") at \(address)",
                                  message: error.message)
