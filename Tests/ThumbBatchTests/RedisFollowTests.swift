@@ -119,6 +119,60 @@ import Glibc
         }
     }
 
+    /// SIGTERM while jobs are in hand: the follower ends with 0, every job it took either has its
+    /// one result (its output written whole) or is left pending, and a second follower takes the
+    /// rest over: still exactly one result per job.
+    @Test func aSIGTERMMidRunLeavesNoHalfWrittenJobAndAnotherFollowerFinishesThem() throws {
+        let redis = try RedisFixture()
+        let assets = redis.scratch.appendingPathComponent("assets")
+        let out = redis.scratch.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
+        // The large photos (tens of ms each), copied under several names: each copy is its own
+        // asset version, so none is answered from the cache and the run is slow enough to stop.
+        let photos = URL(fileURLWithPath: TestPaths.corpus).appendingPathComponent("large-photos")
+        let originals = try FileManager.default.contentsOfDirectory(atPath: photos.path).filter { $0.hasSuffix(".jpg") }.sorted()
+        try #require(originals.count >= 5, "the corpus's large photos")
+        var names: [String] = []
+        for copy in 0..<4 {
+            for original in originals {
+                let name = "c\(copy)-\(original)"
+                try FileManager.default.copyItem(at: photos.appendingPathComponent(original), to: assets.appendingPathComponent(name))
+                names.append(name)
+            }
+        }
+        let commands = names.map { "XADD s * job '{\"asset\": \"\($0)\"}'\n" }.joined()
+        let ids = try redis.cli(stdin: commands).split(separator: "\n").map(String.init)
+        try #require(ids.count == names.count)
+
+        let first = try follower(redis, "?claim-idle-ms=500", assets: assets, out: out, name: "first")
+        #expect(waitUntil(seconds: 60) { resultCount(redis) >= 2 }, "\(first.stderr.suffix(400))")
+        first.signal(SIGTERM)
+        let ended = first.end(within: 60)
+        #expect(ended.exitCode == 0 && !ended.timedOut, "SIGTERM mid-run: \(ended.summary.suffix(600))")
+        let before = try redis.entries("s:results")
+        try #require(before.count < ids.count, "the run ended before the SIGTERM: nothing was in hand")
+        #expect(Set(before.compactMap { $0["id"] }).count == before.count, "a job with two results")
+        // Nothing half-written: no temporary file is left, and every rendered job's output is there.
+        let folder = out.appendingPathComponent("large@1x")
+        let written = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        #expect(!written.contains { $0.hasPrefix(".") }, "a temporary file left behind: \(written.filter { $0.hasPrefix(".") })")
+        for result in before where result["status"] == "rendered" {
+            let asset = result["asset"] ?? "?"
+            #expect(written.contains { $0.hasPrefix(asset + ".") }, "\(asset) was acknowledged as rendered without its output")
+        }
+
+        let second = try follower(redis, "?claim-idle-ms=500", assets: assets, out: out, name: "second")
+        #expect(waitUntil(seconds: 120) { resultCount(redis) >= ids.count }, "\(resultCount(redis)) of \(ids.count): \(second.stderr.suffix(600))")
+        let results = try redis.entries("s:results")
+        var perID: [String: Int] = [:]
+        for result in results { perID[result["id"] ?? "?", default: 0] += 1 }
+        #expect(Set(perID.keys) == Set(ids) && perID.values.allSatisfy { $0 == 1 }, "results per job: \(perID.filter { $0.value != 1 })")
+        #expect(results.allSatisfy { $0["status"] == "rendered" }, "\(results.filter { $0["status"] != "rendered" }.prefix(3))")
+        #expect(try redis.pendingCount("s") == 0)
+        second.signal(SIGTERM)
+        #expect(second.end(within: 30).exitCode == 0)
+    }
+
     @Test func aFollowerStartedBeforeRedisWaitsForItThenConsumes() throws {
         let redis = try RedisFixture(startServer: false)
         let assets = redis.scratch.appendingPathComponent("assets")
