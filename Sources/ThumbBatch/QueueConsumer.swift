@@ -26,6 +26,7 @@ package final class QueueConsumer: @unchecked Sendable {
         self.queue = queue
         self.runner = runner
         self.log = log
+        queue.waiting = { [weak self] in self?.beat() }
     }
 
     /// What a run did, and why it ended early: nil when the stream was drained (once) or the
@@ -78,7 +79,8 @@ package final class QueueConsumer: @unchecked Sendable {
 
     /// The daemon's `"queue"`: on a thread of its own, connects (a Redis not up yet is waited
     /// for, with the reconnect backoff: the daemon serves meanwhile), then follows the stream
-    /// until `lifecycle` stops. Refused credentials or a reply error end the thread, logged.
+    /// until `lifecycle` stops. Refused credentials or a reply error end the thread, logged, with
+    /// `thumbd_stream_connected` 0 from then on (ThumbdStreamDisconnected fires).
     /// The thread is returned for joining after the stop.
     package static func follow(_ address: RedisQueueAddress, runner: BatchRunner, log: PipelineLog, lifecycle: Lifecycle,
                                counters: RedisQueueCounters) throws(SystemError) -> LongLivedThread {
@@ -95,12 +97,14 @@ package final class QueueConsumer: @unchecked Sendable {
                 queue = try RedisQueue.following(address, credentials: credentials, lifecycle: lifecycle, log: log, counters: counters)
             } catch {
                 log.warning("queue \(address.description): not consumed: \(error)")
+                counters.setConnected(false) // thumbd_stream_connected 0: the alert's cue
                 return
             }
             guard let queue else { return } // stopped while waiting for Redis
             let outcome = QueueConsumer(queue: queue, runner: runner, log: log).run()
             if let error = outcome.error {
                 log.warning("queue \(address.description): stopped consuming: \(error)")
+                counters.setConnected(false)
             }
         }
     }

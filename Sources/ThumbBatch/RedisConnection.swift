@@ -26,7 +26,8 @@ package indirect enum RedisValue: Sendable, Equatable {
 package struct RedisError: Error, Sendable, CustomStringConvertible {
     package enum Kind: Sendable {
         /// The connection could not be made or was lost (refused, reset, closed, timed out): the
-        /// command may or may not have run. A follower reconnects.
+        /// command may or may not have run. A follower reconnects. Also Redis's "not now"
+        /// replies (`RedisConnection.isTransient`: LOADING after a restart, …).
         case connection
         /// Redis answered with an error.
         case reply
@@ -82,8 +83,7 @@ final class RedisConnection {
         if let credentials {
             do throws(RedisError) {
                 _ = try command(["AUTH"] + (credentials.user.map { [$0] } ?? []) + [credentials.password], operation: "AUTH")
-            } catch where error.kind != .connection {
-                // WRONGPASS, or "ERR AUTH <password> called without any password configured".
+            } catch where Self.refusesCredentials(error) {
                 throw RedisError(.authentication, operation: "AUTH\(credentials.user.map { " as user '\($0)'" } ?? "") at \(address)",
                                  message: error.message)
             }
@@ -103,20 +103,41 @@ final class RedisConnection {
     /// `operation` names it in errors (the first two words by default).
     func command(_ arguments: [String], operation: String? = nil) throws(RedisError) -> RedisValue {
         let operation = operation ?? arguments.prefix(2).joined(separator: " ")
-        var pointers: [UnsafePointer<CChar>?] = []
-        var lengths: [Int] = []
-        let copies = arguments.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        for (index, copy) in copies.enumerated() {
-            pointers.append(UnsafePointer(copy))
-            lengths.append(arguments[index].utf8.count)
+        // Each argument's exact bytes (a NUL inside, from a producer's field, included): not
+        // strdup, which stops at the first NUL while the length would not.
+        let copies = arguments.map { argument in
+            let bytes = Array(argument.utf8)
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (index, byte) in bytes.enumerated() { copy[index] = CChar(bitPattern: byte) }
+            copy[bytes.count] = 0
+            return (pointer: copy, count: bytes.count)
         }
+        defer { copies.forEach { $0.pointer.deallocate() } }
+        var pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0.pointer) }
+        var lengths: [Int] = copies.map(\.count)
         guard let raw = redisCommandArgv(context, Int32(arguments.count), &pointers, &lengths) else {
             throw RedisError(.connection, operation: operation, message: Self.errorText(context))
         }
         let reply = raw.assumingMemoryBound(to: redisReply.self)
         defer { freeReplyObject(raw) }
         return try Self.convert(reply, operation: operation)
+    }
+
+    /// Replies that say "not now" rather than "no": a Redis still loading its data after a
+    /// restart, a replica without its primary, a script running, a full server. The command did
+    /// not run; a follower treats them as a lost connection (reconnects with its backoff)
+    /// instead of ending on a reply error.
+    static func isTransient(_ message: String) -> Bool {
+        ["LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY ", "CLUSTERDOWN", "ERR max number of clients reached"]
+            .contains { message.hasPrefix($0) }
+    }
+
+    /// Whether an AUTH failure is Redis refusing these credentials (a configuration error, exit
+    /// 78, never restarted) rather than anything else an AUTH may meet.
+    static func refusesCredentials(_ error: RedisError) -> Bool {
+        error.kind == .authentication // WRONGPASS, NOAUTH
+            || error.message.contains("without any password configured") // AUTH to a Redis without requirepass
+            || error.message.hasPrefix("ERR invalid password") // Redis before 6
     }
 
     private static func convert(_ reply: UnsafeMutablePointer<redisReply>, operation: String) throws(RedisError) -> RedisValue {
@@ -132,8 +153,9 @@ final class RedisConnection {
         case REDIS_REPLY_NIL: return .null
         case REDIS_REPLY_ERROR:
             let message = text()
-            throw RedisError(message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") ? .authentication : .reply,
-                             operation: operation, message: message)
+            let kind: RedisError.Kind = message.hasPrefix("NOAUTH") || message.hasPrefix("WRONGPASS") ? .authentication
+                : isTransient(message) ? .connection : .reply
+            throw RedisError(kind, operation: operation, message: message)
         case REDIS_REPLY_ARRAY:
             var items: [RedisValue] = []
             for index in 0..<Int(value.elements) {

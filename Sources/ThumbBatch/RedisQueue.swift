@@ -33,6 +33,10 @@ package final class RedisQueue {
     let log: PipelineLog?
     package let counters: RedisQueueCounters
     private var reconnect: RedisReconnect
+    /// Called on the owner thread before each wait of a reconnect (at most
+    /// `RedisReconnect.maxDelaySeconds` apart): the consumer's heartbeat, so that systemd's
+    /// watchdog sees a follower waiting out a long outage as alive.
+    var waiting: (() -> Void)?
     /// Jobs handed out and not yet finished, by message id.
     private(set) var outstanding: Set<String> = []
     /// After a reconnect: this consumer's own pending jobs are read again first (a reply lost
@@ -81,8 +85,9 @@ package final class RedisQueue {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count)
         consumer = "\(String(cString: host))-\(getpid())"
-        connection = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
-        try joinGroup()
+        let first = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
+        try Self.joinGroup(first, address)
+        connection = first
     }
 
     /// A follower's queue: connects, waiting for a Redis that is not up (yet) with the reconnect
@@ -104,58 +109,65 @@ package final class RedisQueue {
         }
     }
 
-    private func joinGroup() throws(RedisError) {
+    /// On `connection` itself, never through `command`: joining is part of (re)connecting, and a
+    /// connection that fails here is one more failed try of the same episode.
+    private static func joinGroup(_ connection: RedisConnection, _ address: Address) throws(RedisError) {
         do {
             // From the start of the stream: jobs added before the first consumer count too.
-            _ = try command(["XGROUP", "CREATE", address.stream, address.group, "0", "MKSTREAM"])
+            _ = try connection.command(["XGROUP", "CREATE", address.stream, address.group, "0", "MKSTREAM"])
         } catch where error.message.hasPrefix("BUSYGROUP") {
             // The group exists: another consumer made it.
         }
     }
 
+
     /// One command. A follower whose connection is lost reconnects (backing off, until the
     /// lifecycle stops) and runs it again: every command here may run twice (the finish script
     /// checks the job is still ours; a read again delivers what a lost reply held, see
     /// `rereadOwnPending`).
-    private func command(_ arguments: [String]) throws(RedisError) -> RedisValue {
+    private func command(_ arguments: [String], operation: String? = nil) throws(RedisError) -> RedisValue {
         var rejoined = false
         while true {
             let live: RedisConnection
             if let connection { live = connection } else { live = try reconnected() }
             do {
-                return try live.command(arguments)
+                do {
+                    return try live.command(arguments, operation: operation)
+                } catch where follows && error.message.hasPrefix("NOGROUP") && !rejoined {
+                    // The stream or its group was deleted under a follower (DEL, FLUSHALL): made
+                    // again (from the start of what the stream now holds), once for this command.
+                    log?.warning("queue \(address.description): the group \(address.group) is gone (\(error.message)); joining it again")
+                    rejoined = true
+                    try Self.joinGroup(live, address)
+                }
             } catch where error.kind == .connection && follows {
                 connection = nil
                 reconnect.lost(error, log: log, address: address)
-            } catch where follows && error.message.hasPrefix("NOGROUP") && arguments.first != "XGROUP" && !rejoined {
-                // The stream or its group was deleted under a follower (DEL, FLUSHALL): made again
-                // (from the start of what the stream now holds), once for this command.
-                log?.warning("queue \(address.description): the group \(address.group) is gone (\(error.message)); joining it again")
-                rejoined = true
-                try joinGroup()
             }
         }
     }
 
-    /// A new connection, after waiting out the backoff; throws once the lifecycle stops, or
-    /// for credentials Redis now refuses (a configuration error).
+    /// A new connection that has joined the group, after waiting out the backoff; throws once
+    /// the lifecycle stops, or for what waiting cannot cure (refused credentials, an error
+    /// reply). Only a connection that got this far ends the episode: a Redis that accepts and
+    /// then drops every connection is retried with the growing backoff, not in a loop.
     private func reconnected() throws(RedisError) -> RedisConnection {
         while true {
+            waiting?()
             if lifecycle.waitForStop(timeoutSeconds: reconnect.nextDelaySeconds()) {
                 throw RedisError(.connection, operation: "reconnect to \(address.description)", message: "stopping")
             }
             do {
                 let fresh = try RedisConnection(host: address.host, port: address.port, credentials: credentials)
+                try Self.joinGroup(fresh, address) // a Redis restarted without its data has no group
                 connection = fresh
                 reconnect.restored(log: log, address: address)
                 // What was delivered and not handed out is read again from the history.
                 rereadOwnPending = true
                 delivered = []
                 deliveredIndex = 0
-                try joinGroup() // a Redis restarted without its data has no group
                 return fresh
             } catch where error.kind == .connection {
-                connection = nil
                 reconnect.failedAgain(error)
             }
         }
@@ -229,6 +241,9 @@ package final class RedisQueue {
                                  String(address.claimIdleMilliseconds), "0-0", "COUNT", "1"])
         guard let message = reply.array.dropFirst().first?.array.first else { return nil }
         guard let id = message.array.first?.string else { return nil }
+        // Idle because this consumer holds it (in hand, or read and not yet handed out behind a
+        // slow render): claimed back to itself, and not handed out a second time.
+        if outstanding.contains(id) || delivered[deliveredIndex...].contains(where: { $0.array.first?.string == id }) { return nil }
         let details = try command(["XPENDING", address.stream, address.group, id, id, "1"])
         let deliveries = Int(details.array.first?.array.dropFirst(3).first?.string ?? "1") ?? 1
         counters.add(\.takenOver)
@@ -278,7 +293,7 @@ package final class RedisQueue {
     package func finish(id: String, asset: String, failure: String?, deadLetter: Bool, job: String = "") throws(RedisError) {
         let reply = try command(["EVAL", Self.finishScript, "3", address.stream, address.results, address.dead,
                                  address.group, id, consumer, failure == nil ? "rendered" : "failed", asset,
-                                 failure ?? "", deadLetter ? "1" : "0", job])
+                                 failure ?? "", deadLetter ? "1" : "0", job], operation: "finish job \(id)")
         outstanding.remove(id)
         // 0: another consumer took the job over meanwhile (its result is the one that counts).
         guard reply == .integer(1) else { return }

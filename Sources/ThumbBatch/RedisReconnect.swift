@@ -58,9 +58,17 @@ struct RedisReconnect {
     static let firstDelaySeconds = 0.1
     static let maxDelaySeconds = 10.0
 
+    /// A connection lost again sooner than this after it came back continues the last
+    /// episode's backoff: a Redis (or a proxy before it) that accepts and then drops connections
+    /// is tried ever more slowly, not every 0.1 s.
+    static let stableSeconds = 30.0
+
     let counters: RedisQueueCounters
     private var lostAt: ContinuousClock.Instant?
+    private var restoredAt: ContinuousClock.Instant?
+    /// Tries since the backoff last started over (the exponent), and in this episode (logged).
     private var attempts = 0
+    private var episodeAttempts = 0
     private var lastError = ""
     private var generator = SystemRandomNumberGenerator()
 
@@ -68,14 +76,13 @@ struct RedisReconnect {
         self.counters = counters
     }
 
-    var isFirstTry: Bool { lostAt == nil && attempts == 0 }
-
     /// The connection failed (or, `starting`, the first one could not be made): an episode
     /// starts (logged once; counted when a connection was lost).
     mutating func lost(_ error: RedisError, log: PipelineLog?, address: RedisQueue.Address, starting: Bool = false) {
         guard lostAt == nil else { return failedAgain(error) }
         lostAt = .now
-        attempts = 0
+        if restoredAt.map({ ContinuousClock.now - $0 >= .seconds(Self.stableSeconds) }) ?? true { attempts = 0 }
+        episodeAttempts = 0
         lastError = error.description
         if !starting { counters.add(\.reconnects) }
         counters.setConnected(false)
@@ -87,11 +94,13 @@ struct RedisReconnect {
         lastError = error.description
     }
 
-    /// How long to wait before the next try: full jitter over the capped exponential
-    /// (0.1, 0.2, 0.4 … 10 s), so that a fleet of consumers does not reconnect in step.
+    /// How long to wait before the next try: "equal jitter" over the capped exponential (a
+    /// random point in its upper half: 0.1, 0.2, 0.4 … 10 s), so that a fleet of consumers does
+    /// not reconnect in step and none retries much sooner than the curve says.
     mutating func nextDelaySeconds() -> Double {
         let ceiling = min(Self.maxDelaySeconds, Self.firstDelaySeconds * pow(2, Double(min(attempts, 20))))
         attempts += 1
+        episodeAttempts += 1
         return Double.random(in: (ceiling / 2)...ceiling, using: &generator)
     }
 
@@ -99,10 +108,10 @@ struct RedisReconnect {
     mutating func restored(log: PipelineLog?, address: RedisQueue.Address) {
         guard lostAt != nil else { return }
         let seconds = lostAt.map { (ContinuousClock.now - $0) / .seconds(1) } ?? 0
-        log?.notice("queue \(address.description): connected after \(String(format: "%.1f", seconds)) s and \(attempts) "
+        log?.notice("queue \(address.description): connected after \(String(format: "%.1f", seconds)) s and \(episodeAttempts) "
                     + "attempt(s) (last error: \(lastError))")
         lostAt = nil
-        attempts = 0
+        restoredAt = .now
         counters.setConnected(true)
     }
 }

@@ -21,25 +21,54 @@ package struct RedisQueueAddress: Sendable, Equatable, CustomStringConvertible {
     package var urlPassword: String?
     package var passwordFile: String?
 
+    /// Why a queue URL was refused: which part, and why. Never the URL itself, which may
+    /// hold a password.
+    package struct InvalidURL: Error, Sendable, CustomStringConvertible {
+        package var reason: String
+        package var description: String { reason }
+    }
+
+    static let claimIdleRange = 1...86_400_000
+    static let maxDeliveriesRange = 1...1_000
+
     package init?(_ url: String) {
-        guard let components = URLComponents(string: url), components.scheme == "redis",
-              let host = components.host, !host.isEmpty else { return nil }
+        guard let address = try? Self(validating: url) else { return nil }
+        self = address
+    }
+
+    package init(validating url: String) throws(InvalidURL) {
+        func invalid(_ reason: String) -> InvalidURL { InvalidURL(reason: reason) }
+        guard let components = URLComponents(string: url) else { throw invalid("is not a URL") }
+        guard components.scheme == "redis" else { throw invalid("is not a redis:// URL") }
+        guard let host = components.host, !host.isEmpty else { throw invalid("names no host") }
         let stream = String(components.path.dropFirst())
-        guard !stream.isEmpty, !stream.contains("/") else { return nil }
+        guard !stream.isEmpty, !stream.contains("/") else { throw invalid("names no stream (its path is /STREAM, one name)") }
         self.host = host
         let port = components.port ?? 6379
-        guard (1...65_535).contains(port) else { return nil }
+        guard (1...65_535).contains(port) else { throw invalid("port \(port) is outside 1...65535") }
         self.port = port
         self.stream = stream
         if let user = components.user, !user.isEmpty { self.user = user }
         if let password = components.password, !password.isEmpty { urlPassword = password }
+        func number(_ name: String, _ value: String?, in range: ClosedRange<Int>) throws(InvalidURL) -> Int {
+            guard let value = value.flatMap({ Int($0) }), range.contains(value) else {
+                throw invalid("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
         for item in components.queryItems ?? [] {
             switch item.name {
-            case "group": if let value = item.value, !value.isEmpty { group = value } else { return nil }
-            case "claim-idle-ms": guard let value = item.value.flatMap(Int.init), value > 0 else { return nil }; claimIdleMilliseconds = value
-            case "max-deliveries": guard let value = item.value.flatMap(Int.init), value > 0 else { return nil }; maxDeliveries = value
-            case "password-file", "passwordFile": guard let value = item.value, !value.isEmpty else { return nil }; passwordFile = value
-            default: return nil
+            case "group":
+                guard let value = item.value, !value.isEmpty else { throw invalid("group is empty") }
+                group = value
+            case "claim-idle-ms": claimIdleMilliseconds = try number(item.name, item.value, in: Self.claimIdleRange)
+            case "max-deliveries": maxDeliveries = try number(item.name, item.value, in: Self.maxDeliveriesRange)
+            case "password-file", "passwordFile":
+                guard let value = item.value, !value.isEmpty else { throw invalid("\(item.name) is empty") }
+                passwordFile = value
+            default:
+                throw invalid("unknown parameter '\(String(item.name.unicodeScalars.prefix(40)))' "
+                              + "(known: group, claim-idle-ms, max-deliveries, password-file)")
             }
         }
     }

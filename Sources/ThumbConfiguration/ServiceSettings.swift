@@ -59,9 +59,12 @@ extension ThumbConfig {
         if let sandbox = try root.bool("sandbox") { config.service.sandbox = sandbox }
         if let spool = try root.string("spool") { config.service.spool = absolute(spool) }
         if let url = try root.string("queue") {
-            guard var address = RedisQueueAddress(url) else {
+            var address: RedisQueueAddress
+            do throws(RedisQueueAddress.InvalidURL) {
+                address = try RedisQueueAddress(validating: url)
+            } catch {
                 throw root.fail("queue", "must be redis://[USER@]HOST:PORT/STREAM[?password-file=PATH&group=G&claim-idle-ms=N"
-                                + "&max-deliveries=N], got '\(DisplayText.truncated(url, maxBytes: 80))'")
+                                + "&max-deliveries=N]: this one \(error.reason)")
             }
             address.passwordFile = address.passwordFile.map(absolute)
             config.service.queue = address

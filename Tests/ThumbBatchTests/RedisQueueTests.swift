@@ -232,11 +232,16 @@ import Glibc
         let fixture = try RedisFixture(startServer: false)
         let assets = fixture.scratch.appendingPathComponent("assets")
         try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
-        for url in ["redis://x", "redis://127.0.0.1:6379/", "http://127.0.0.1/s", "redis://127.0.0.1/s?claim-idle-ms=0",
-                    "redis://127.0.0.1/s?max-deliveries=x", "redis://127.0.0.1/s?colour=red"] {
+        // Each refusal names the part at fault; none echoes the URL, which may hold a password.
+        for (url, why) in [("redis://x", "names no stream"), ("redis://127.0.0.1:6379/", "names no stream"),
+                           ("http://127.0.0.1/s", "is not a redis:// URL"), ("redis://127.0.0.1/s?claim-idle-ms=0", "claim-idle-ms must be"),
+                           ("redis://127.0.0.1/s?max-deliveries=x", "max-deliveries must be"),
+                           ("redis://u:hunter2@127.0.0.1/s?colour=red", "unknown parameter 'colour'"),
+                           ("redis://:hunter2@127.0.0.1/s?claim-idle-ms=99999999999", "claim-idle-ms must be")] {
             let child = try fixture.start(["batch", "--queue", url, "--assets", assets.path, "--cache", fixture.scratch.path + "/c"])
             #expect(child.end(within: 20).exitCode == 64, "\(url): \(child.stderr)")
-            #expect(child.stderr.contains("--queue must be redis://"), "\(url): \(child.stderr)")
+            #expect(child.stderr.contains("--queue must be redis://") && child.stderr.contains(why), "\(url): \(child.stderr)")
+            #expect(!child.stderr.contains("hunter2"), "the password was echoed: \(child.stderr)")
         }
         // Nothing listens on the fixture's port (no server was started).
         let child = try fixture.start(["batch", "--queue", "redis://127.0.0.1:\(fixture.port)/s", "--assets", assets.path,

@@ -64,10 +64,13 @@ struct BatchCommand: ThumbdCommand {
         jobsFile = try scanner.value("--jobs")
         spool = try scanner.value("--spool")
         if let url = try scanner.value("--queue") {
-            guard let address = RedisQueue.Address(url) else {
-                throw UsageError(message: "--queue must be redis://HOST:PORT/STREAM[?group=G&claim-idle-ms=N&max-deliveries=N], got '\(url)'")
+            do throws(RedisQueue.Address.InvalidURL) {
+                queue = try RedisQueue.Address(validating: url)
+            } catch {
+                // Not the URL itself: it may hold a password.
+                throw UsageError(message: "--queue must be redis://[USER@]HOST:PORT/STREAM[?password-file=PATH&group=G"
+                                 + "&claim-idle-ms=N&max-deliveries=N]: this one \(error.reason)")
             }
-            queue = address
         }
         guard scanner.positionals.count <= 1 else { throw UsageError(message: "give one folder") }
         folder = scanner.positionals.first
