@@ -31,11 +31,6 @@ package struct RedisQueueAddress: Sendable, Equatable, CustomStringConvertible {
     static let claimIdleRange = 1...86_400_000
     static let maxDeliveriesRange = 1...1_000
 
-    package init?(_ url: String) {
-        guard let address = try? Self(validating: url) else { return nil }
-        self = address
-    }
-
     package init(validating url: String) throws(InvalidURL) {
         func invalid(_ reason: String) -> InvalidURL { InvalidURL(reason: reason) }
         guard let components = URLComponents(string: url) else { throw invalid("is not a URL") }
@@ -67,7 +62,12 @@ package struct RedisQueueAddress: Sendable, Equatable, CustomStringConvertible {
                 guard let value = item.value, !value.isEmpty else { throw invalid("\(item.name) is empty") }
                 passwordFile = value
             default:
-                throw invalid("unknown parameter '\(String(item.name.unicodeScalars.prefix(40)))' "
+                // Shortened, and with no control character (the name is percent-decoded): it goes
+                // to a terminal or the journal.
+                let shown = String(String.UnicodeScalarView(item.name.unicodeScalars.prefix(40).map {
+                    $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0
+                }))
+                throw invalid("unknown parameter '\(shown)' "
                               + "(known: group, claim-idle-ms, max-deliveries, password-file)")
             }
         }

@@ -237,7 +237,8 @@ import Glibc
                            ("http://127.0.0.1/s", "is not a redis:// URL"), ("redis://127.0.0.1/s?claim-idle-ms=0", "claim-idle-ms must be"),
                            ("redis://127.0.0.1/s?max-deliveries=x", "max-deliveries must be"),
                            ("redis://u:hunter2@127.0.0.1/s?colour=red", "unknown parameter 'colour'"),
-                           ("redis://:hunter2@127.0.0.1/s?claim-idle-ms=99999999999", "claim-idle-ms must be")] {
+                           ("redis://:hunter2@127.0.0.1/s?claim-idle-ms=99999999999", "claim-idle-ms must be"),
+                           ("redis://127.0.0.1/s?a%1B%5B2Jb=1", "unknown parameter 'a?[2Jb'")] {
             let child = try fixture.start(["batch", "--queue", url, "--assets", assets.path, "--cache", fixture.scratch.path + "/c"])
             #expect(child.end(within: 20).exitCode == 64, "\(url): \(child.stderr)")
             #expect(child.stderr.contains("--queue must be redis://") && child.stderr.contains(why), "\(url): \(child.stderr)")
