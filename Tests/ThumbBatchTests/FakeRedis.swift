@@ -57,12 +57,17 @@ final class FakeRedis: @unchecked Sendable {
         }
     }
 
+    private var closed = false
+
+    /// Stops accepting (the accept thread ends). Every test closes its fake: the threads hold it.
     func close() {
+        guard state.withLock({ () -> Bool in
+            defer { closed = true }
+            return !closed
+        }) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         _ = Glibc.close(listener)
     }
-
-    deinit { close() }
 
     private func serve(_ client: Int32, _ index: Int, _ reply: Reply) {
         defer { _ = Glibc.close(client) }

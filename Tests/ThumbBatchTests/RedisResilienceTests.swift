@@ -24,6 +24,7 @@ import ThumbConfiguration
         let fake = try FakeRedis { connection, arguments in
             FakeRedis.name(arguments) == "XGROUP" && connection <= 2 ? "-LOADING Redis is loading the dataset in memory\r\n" : Self.ok
         }
+        defer { fake.close() }
         let counters = RedisQueueCounters()
         let address = try RedisQueueAddress(validating: "redis://127.0.0.1:\(fake.port)/s")
         let queue = try RedisQueue.following(address, credentials: nil, lifecycle: Lifecycle(), log: nil, counters: counters)
@@ -41,6 +42,7 @@ import ThumbConfiguration
     ])
     func onlyARefusalOfTheCredentialsIsAnAuthenticationError(reply: String, kind: RedisError.Kind) throws {
         let fake = try FakeRedis { _, arguments in FakeRedis.name(arguments) == "AUTH" ? reply : Self.ok }
+        defer { fake.close() }
         do throws(RedisError) {
             _ = try RedisConnection(host: "127.0.0.1", port: fake.port, credentials: RedisCredentials(user: "alice", password: "pw"))
             Issue.record("AUTH answered \(reply) was taken for a success")
@@ -52,6 +54,7 @@ import ThumbConfiguration
 
     @Test func argumentsGoOutByteForByteWithANULInside() throws {
         let fake = try FakeRedis { _, _ in Self.ok }
+        defer { fake.close() }
         let connection = try RedisConnection(host: "127.0.0.1", port: fake.port)
         _ = try connection.command(["SET", "k\u{0}", "a\u{0}b", ""])
         #expect(fake.commands.last == [Array("SET".utf8), [0x6B, 0], [0x61, 0, 0x62], []])
@@ -68,6 +71,7 @@ import ThumbConfiguration
             default: return nil
             }
         }
+        defer { fake.close() }
         let lines = Lines()
         let log = PipelineLog { _, line in lines.append(line) }
         let lifecycle = Lifecycle()
