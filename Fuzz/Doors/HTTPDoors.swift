@@ -131,10 +131,14 @@ enum HTTPDoors {
         let target = first[first.index(after: space)...]
         let path = target.firstIndex(of: "?").map { target[..<$0] } ?? target
         var query: [String: String] = [:]
+        var repeatedName: String?
         if let mark = target.firstIndex(of: "?") {
             for item in target[target.index(after: mark)...].split(separator: "&") {
                 let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[cString(parts[0])] = parts.count > 1 ? cString(parts[1]) : ""
+                let name = cString(parts[0])
+                if query.updateValue(parts.count > 1 ? cString(parts[1]) : "", forKey: name) != nil, repeatedName == nil {
+                    repeatedName = name
+                }
             }
         }
         var headers: [String: String] = [:]
@@ -148,6 +152,7 @@ enum HTTPDoors {
         // (Host, Origin, bearer token, roles, URL signatures).
         let caller = headers.removeValue(forKey: "x-fuzz-caller").map(Self.caller) ?? .inProcess
         var request = HTTPRequest(method: cString(method), path: cString(path), query: query, headers: headers)
+        request.repeatedQueryName = repeatedName
         request.caller = caller
         return request
     }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 
 // Leaves %-escapes in the URL and the query as the client sent them: libmicrohttpd hands the
@@ -55,6 +56,27 @@ int CThumb_PeerCredentials(int descriptor, uid_t *uid, gid_t *gid, gid_t *groups
         *groupCount = (int)(groupBytes / sizeof(gid_t));
     }
     return 0;
+}
+
+struct CThumb_FramingCount {
+    int contentLengths;
+    int transferEncodings;
+};
+
+static enum MHD_Result CThumb_CountFraming(void *context, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    (void)value;
+    struct CThumb_FramingCount *count = context;
+    if (key == NULL) return MHD_YES;
+    if (strcasecmp(key, "content-length") == 0) count->contentLengths += 1;
+    if (strcasecmp(key, "transfer-encoding") == 0) count->transferEncodings += 1;
+    return MHD_YES;
+}
+
+int CThumb_HTTPFramingIsAmbiguous(struct MHD_Connection *connection) {
+    struct CThumb_FramingCount count = {0, 0};
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, CThumb_CountFraming, &count);
+    return count.contentLengths > 1 || (count.contentLengths > 0 && count.transferEncodings > 0) ? 1 : 0;
 }
 
 int CThumb_SocketIsUnix(int descriptor) {

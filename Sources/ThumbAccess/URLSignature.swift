@@ -56,6 +56,23 @@ package enum URLSignature {
             self.format = format
             self.expires = expires
         }
+
+        /// Byte for byte: Swift's `String ==` holds canonically equivalent spellings equal (NFC
+        /// `café.jpg` and NFD `café.jpg`, `K` and the Kelvin sign), and on Linux those are two
+        /// files; a signature for one must never verify the other.
+        package static func == (left: Fields, right: Fields) -> Bool {
+            sameBytes(left.kind, right.kind) && sameBytes(left.assetPath, right.assetPath) && sameBytes(left.scale, right.scale)
+                && sameBytes(left.format, right.format) && sameBytes(left.expires, right.expires)
+        }
+    }
+
+    /// Whether two texts are the same UTF-8 bytes (both nil counts as the same).
+    package static func sameBytes(_ left: String?, _ right: String?) -> Bool {
+        switch (left, right) {
+        case (nil, nil): true
+        case (let left?, let right?): left.utf8.elementsEqual(right.utf8)
+        default: false
+        }
     }
 
     /// Why a signed URL was not accepted; `code` is the API's error code and metrics' reason.
@@ -191,6 +208,7 @@ package enum URLSignature {
 /// URLs costs the HMAC each, as without it, and no memory beyond the bound).
 package final class VerifiedSignatures: Sendable {
     private struct Signed: Sendable {
+        var signature: String
         var fields: URLSignature.Fields
         var keyID: String
     }
@@ -208,8 +226,9 @@ package final class VerifiedSignatures: Sendable {
 
     func contains(_ signature: String, fields: URLSignature.Fields, keyID: String) -> Bool {
         accepted.withLock { accepted in
+            // Found by a `String` key (equal up to Unicode equivalence), then held to its bytes.
             guard let signed = accepted[signature] else { return false }
-            return signed.keyID == keyID && signed.fields == fields
+            return URLSignature.sameBytes(signed.signature, signature) && URLSignature.sameBytes(signed.keyID, keyID) && signed.fields == fields
         }
     }
 
@@ -223,7 +242,7 @@ package final class VerifiedSignatures: Sendable {
         guard bytes <= Self.maxKeptFieldBytes else { return }
         accepted.withLock { accepted in
             if accepted.count >= capacity { accepted.removeAll(keepingCapacity: true) }
-            accepted[signature] = Signed(fields: fields, keyID: keyID)
+            accepted[signature] = Signed(signature: signature, fields: fields, keyID: keyID)
         }
     }
 }

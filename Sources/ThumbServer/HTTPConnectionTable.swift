@@ -44,6 +44,12 @@ package final class HTTPTransportMetrics: Sendable {
     package let slowClientsCut = Atomic<Int>(0)
     /// ...or by the shorter deadline of a crowded listener.
     package let slowClientsCutWhileCrowded = Atomic<Int>(0)
+    /// Connections accepted beyond a listener's limit (in its overflow, `HTTPServer.overflowConnections`).
+    package let acceptedOverLimit = Atomic<Int>(0)
+    /// Their requests answered 503 at once (probes of /healthz and /readyz are answered as usual).
+    package let refusedOverLimit = Atomic<Int>(0)
+    /// Requests refused 400 (and their connection closed) for two body lengths.
+    package let ambiguousFramingRefused = Atomic<Int>(0)
     /// Connections open now, on every listener.
     package let openConnections = Atomic<Int>(0)
 }
@@ -57,10 +63,14 @@ final class HTTPConnectionRecord: Sendable {
     /// Who is at the other end: asked once, when the connection is accepted (SO_PEERCRED names
     /// the process that connected, which is what every request on it speaks for).
     let caller: HTTPCaller
+    /// Accepted while the listener held its limit already: its one request is answered 503 at once
+    /// (a probe is answered) and the connection closed; it has the crowded deadline to send it.
+    let isOverLimit: Bool
 
-    init(descriptor: Int32, now: UInt64, caller: HTTPCaller) {
+    init(descriptor: Int32, now: UInt64, caller: HTTPCaller, isOverLimit: Bool = false) {
         self.descriptor = descriptor
         self.caller = caller
+        self.isOverLimit = isOverLimit
         awaitingSinceNanoseconds = Atomic(now)
     }
 
@@ -95,13 +105,19 @@ final class HTTPConnectionRecord: Sendable {
 /// sweep shuts descriptors down under the same lock as that report removes them: it never
 /// touches a descriptor that was closed (and perhaps reused).
 final class HTTPConnectionTable: Sendable {
+    /// Connections at which the listener counts as full (its crowding is a share of it).
     let connectionLimit: Int
+    /// Connections held in the ordinary way; libmicrohttpd accepts an overflow beyond it, whose
+    /// connections are answered at once (`HTTPConnectionRecord.isOverLimit`) instead of waiting
+    /// unanswered in the kernel's backlog.
+    let admissionLimit: Int
     let deadline: HTTPRequestDeadline
     let transport: HTTPCaller.Transport
     private let records = Mutex<[ObjectIdentifier: HTTPConnectionRecord]>([:])
 
-    init(connectionLimit: Int, deadline: HTTPRequestDeadline, transport: HTTPCaller.Transport) {
+    init(connectionLimit: Int, admissionLimit: Int? = nil, deadline: HTTPRequestDeadline, transport: HTTPCaller.Transport) {
         self.connectionLimit = connectionLimit
+        self.admissionLimit = admissionLimit ?? connectionLimit
         self.deadline = deadline
         self.transport = transport
     }
@@ -113,10 +129,16 @@ final class HTTPConnectionTable: Sendable {
     fileprivate func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         let descriptor = CThumb_HTTPConnectionDescriptor(connection)
         let peer = transport == .unixSocket ? HTTPConnectionRecord.peerCredentials(of: descriptor) : nil
-        let record = HTTPConnectionRecord(descriptor: descriptor, now: Self.now(), caller: HTTPCaller(transport: transport, peer: peer))
+        let caller = HTTPCaller(transport: transport, peer: peer)
+        let record = records.withLock { records in
+            let record = HTTPConnectionRecord(descriptor: descriptor, now: Self.now(), caller: caller,
+                                              isOverLimit: records.count >= admissionLimit)
+            records[ObjectIdentifier(record)] = record
+            return record
+        }
         context.pointee = Unmanaged.passRetained(record).toOpaque()
-        records.withLock { $0[ObjectIdentifier(record)] = record }
         HTTPTransportMetrics.process.openConnections.add(1, ordering: .relaxed)
+        if record.isOverLimit { HTTPTransportMetrics.process.acceptedOverLimit.add(1, ordering: .relaxed) }
     }
 
     fileprivate func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
@@ -136,7 +158,8 @@ final class HTTPConnectionTable: Sendable {
             var cut = 0
             for record in records.values where !record.cut.load(ordering: .relaxed) {
                 let since = record.awaitingSinceNanoseconds.load(ordering: .acquiring)
-                guard since != 0, now > since, now - since > allowance, record.descriptor >= 0 else { continue }
+                let recordAllowance = record.isOverLimit ? min(allowance, deadline.crowdedNanoseconds) : allowance
+                guard since != 0, now > since, now - since > recordAllowance, record.descriptor >= 0 else { continue }
                 // ENOTCONN (the client left already) is as good as done.
                 _ = try? systemCall("shutdown(\(record.descriptor))") { shutdown(record.descriptor, Int32(SHUT_RDWR)) }
                 record.cut.store(true, ordering: .relaxed)

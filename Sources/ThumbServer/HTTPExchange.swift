@@ -18,11 +18,14 @@ final class HTTPExchange: @unchecked Sendable {
     var started = false
     /// Its headers came after the server began to stop: it gets 503, and `drain` does not wait for it.
     let arrivedWhileStopping: Bool
+    /// Its answer ends the connection (`Connection: close`): it came over the listener's limit.
+    let closesConnection: Bool
     private let state = Mutex(State())
 
-    init(connection: OpaquePointer, arrivedWhileStopping: Bool) {
+    init(connection: OpaquePointer, arrivedWhileStopping: Bool, closesConnection: Bool = false) {
         self.connection = connection
         self.arrivedWhileStopping = arrivedWhileStopping
+        self.closesConnection = closesConnection
     }
 
     /// The first response wins; later ones (a timeout racing a render) are dropped.

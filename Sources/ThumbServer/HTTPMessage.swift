@@ -12,6 +12,11 @@ package struct HTTPRequest: Sendable {
     /// Query parameters as sent: `+` already a space, `%XX` escapes still in names and values.
     package var query: [String: String]
     package var headers: [String: String]
+    /// A query parameter name the request gave more than once (the first such, as sent). Refused
+    /// on every route: the daemon would read one value and a cache in front another (nginx's
+    /// `$arg_scale` is the first, a dictionary keeps the last), so one URL could be stored under
+    /// another's key.
+    package var repeatedQueryName: String?
     package var body: [UInt8]
     /// Who asks (the transport sets it; a request made in the process is `inProcess`).
     package var caller = HTTPCaller.inProcess
@@ -66,5 +71,23 @@ extension HTTPResponse {
         let disposition = failure.disposition
         let retry = disposition.retryAfterSeconds.map { [("Retry-After", String($0))] } ?? []
         return .error(disposition.httpStatus, disposition.code, message ?? failure.description, extra: extra, headers: retry + headers)
+    }
+}
+
+extension HTTPResponse {
+    /// This answer with `Origin` named in its one `Vary` header (added to the names it holds, or a
+    /// new header). A prepared hit already names it (`ServedThumbnail`) and stays prepared.
+    package var varyingWithOrigin: HTTPResponse {
+        guard reusable == nil else { return self }
+        guard let index = headers.firstIndex(where: { $0.0.utf8.count == 4 && $0.0.lowercased() == "vary" }) else {
+            var answer = self
+            answer.headers.append(("Vary", "Origin"))
+            return answer
+        }
+        let names = headers[index].1.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !names.contains(where: { $0.lowercased() == "origin" || $0 == "*" }) else { return self }
+        var answer = self
+        answer.headers[index].1 = (names + ["Origin"]).joined(separator: ", ")
+        return answer
     }
 }

@@ -74,8 +74,8 @@ final class PreparedResponse: @unchecked Sendable {
 final class ServedThumbnail: @unchecked Sendable {
     // @unchecked: the lets are immutable; the two lazy references are set atomically, once.
     let etag: String
-    /// Content-Type, ETag, Cache-Control (and Vary: Accept when the format was negotiated): the
-    /// lines a 200 carries, in the order they always had.
+    /// Content-Type, ETag, Cache-Control and Vary (Origin, and Accept when the format was
+    /// negotiated): the lines a 200 carries.
     let headers: [(String, String)]
     let headersVaryingWithAccept: [(String, String)]
     private let bytes: [UInt8]
@@ -89,8 +89,11 @@ final class ServedThumbnail: @unchecked Sendable {
         bytes = thumbnail.bytes
         format = thumbnail.format
         etag = thumbnail.etag
-        headers = [("Content-Type", thumbnail.format.mediaType), ("ETag", etag), ("Cache-Control", Self.cacheControl)]
-        headersVaryingWithAccept = headers + [("Vary", "Accept")]
+        let lines = [("Content-Type", thumbnail.format.mediaType), ("ETag", etag), ("Cache-Control", Self.cacheControl)]
+        // Every answer varies with Origin (an allowed one gets CORS headers, `AccessControl.corsHeaders`):
+        // a shared cache filled by a plain <img> must not answer a page's fetch without them.
+        headers = lines + [("Vary", "Origin")]
+        headersVaryingWithAccept = lines + [("Vary", "Accept, Origin")]
     }
 
     /// The entry's served form, made at its first answer.

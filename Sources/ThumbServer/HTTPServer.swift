@@ -37,6 +37,13 @@ package final class HTTPServer: @unchecked Sendable {
     /// still holds the longest request the API takes (a 4096-byte asset path sent all
     /// percent-encoded, 12 KiB) with room for ordinary headers.
     static let connectionMemoryBytes = 24 << 10
+    /// Connections a listener accepts beyond its limit, so that a client arriving at a full
+    /// listener gets an answer (503 with Retry-After, or its probe's answer) at once instead of
+    /// waiting unanswered in the kernel's backlog until a held connection closes. Such a
+    /// connection has the crowded deadline to send its request and is closed after it, so the
+    /// overflow empties as fast as it fills; only a flood of new connections faster than that
+    /// meets the backlog again.
+    static func overflowConnections(limit: Int) -> Int { max(32, limit / 8) }
     /// Descriptors kept free for everything else (cache files, index, watcher, render inputs).
     static let reservedDescriptors = 256
     /// Requests received before stopping began and not yet fully answered: `drain` waits for these.
@@ -57,7 +64,7 @@ package final class HTTPServer: @unchecked Sendable {
         self.handler = handler
         let limit = max(1, maxConnections)
         let perPeer = max(1, connectionsPerPeer ?? limit / 4)
-        Self.makeRoomForDescriptors(connections: listeners.count.multipliedReportingOverflow(by: limit).partialValue)
+        Self.makeRoomForDescriptors(connections: listeners.count.multipliedReportingOverflow(by: limit + Self.overflowConnections(limit: limit)).partialValue)
         let context = Unmanaged.passUnretained(self).toOpaque()
         for listener in listeners {
             let isInternet = Self.isInternet(listener.descriptor)
@@ -65,12 +72,12 @@ package final class HTTPServer: @unchecked Sendable {
             // per-peer cap long before the listener's limit: crowding counts against that cap, or a
             // flood from 127.0.0.1 would hold every place for it at the relaxed deadline.
             let transport: HTTPCaller.Transport = CThumb_SocketIsUnix(listener.descriptor) == 1 ? .unixSocket : .tcp
-            let table = HTTPConnectionTable(connectionLimit: isInternet ? min(limit, perPeer) : limit, deadline: requestDeadline,
-                                            transport: transport)
+            let table = HTTPConnectionTable(connectionLimit: isInternet ? min(limit, perPeer) : limit, admissionLimit: limit,
+                                            deadline: requestDeadline, transport: transport)
             tables.append(table)
             var settings = CThumb_HTTPSettings(
                 listenDescriptor: listener.descriptor, threads: UInt32(clamping: max(1, threadsPerListener)),
-                connectionLimit: UInt32(clamping: limit),
+                connectionLimit: UInt32(clamping: limit.addingReportingOverflow(Self.overflowConnections(limit: limit)).partialValue),
                 connectionsPerAddress: isInternet ? UInt32(clamping: perPeer) : 0,
                 connectionMemoryBytes: Self.connectionMemoryBytes, idleTimeoutSeconds: Self.idleTimeoutSeconds,
                 handler: httpAccessHandler, handlerContext: context, completed: httpCompletedHandler, completedContext: context,
@@ -158,11 +165,29 @@ package final class HTTPServer: @unchecked Sendable {
     fileprivate func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, upload: UnsafePointer<CChar>?,
                             uploadSize: UnsafeMutablePointer<Int>, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         if state.pointee == nil {
+            // Two body lengths: refused before any body is read, and the connection closed
+            // (an answer queued in this first call closes it), so nothing after the headers is
+            // ever read as another request. Request smuggling needs a proxy in front that
+            // read the other length; the shipped nginx refuses both, another proxy may not.
+            let record = HTTPConnectionRecord.of(connection)
+            // Beyond the listener's limit: answered at once, never left waiting, and closed.
+            // Health and readiness probes are answered as usual: a monitoring agent that shares
+            // a uid or an address with a runaway client still sees the daemon.
+            if let record, record.isOverLimit, !Self.isProbe(method: method, url: url) {
+                HTTPTransportMetrics.process.refusedOverLimit.add(1, ordering: .relaxed)
+                return queue(.error(503, "tooManyConnections", "this listener holds its connection limit: retry after 1 s",
+                                    headers: [("Retry-After", "1")]), on: connection, closing: true)
+            }
+            if CThumb_HTTPFramingIsAmbiguous(connection) == 1 {
+                HTTPTransportMetrics.process.ambiguousFramingRefused.add(1, ordering: .relaxed)
+                return queue(.error(400, "ambiguousFraming", "Content-Length given twice, or with Transfer-Encoding: send one of them once"),
+                             on: connection, closing: true)
+            }
             // Answer on the next call, never this first one: libmicrohttpd treats a response
             // queued in the first call as "early" and closes the connection after it, which
             // would cost every request a new connection (measured: 5k vs 49k req/s).
             let late = stopping.load(ordering: .relaxed)
-            let exchange = HTTPExchange(connection: connection, arrivedWhileStopping: late)
+            let exchange = HTTPExchange(connection: connection, arrivedWhileStopping: late, closesConnection: record?.isOverLimit ?? false)
             state.pointee = Unmanaged.passRetained(exchange).toOpaque()
             if late { lateExchanges.add(1, ordering: .relaxed) } else { activeExchanges.add(1, ordering: .relaxed) }
             return .YES
@@ -178,7 +203,7 @@ package final class HTTPServer: @unchecked Sendable {
             uploadSize.pointee = 0
             return .YES
         }
-        if let response = exchange.takeResponse() { return queue(response, on: connection) }
+        if let response = exchange.takeResponse() { return queue(response, on: connection, closing: exchange.closesConnection) }
         guard !exchange.started else { return .YES }
         exchange.started = true
         let record = HTTPConnectionRecord.of(connection)
@@ -190,22 +215,28 @@ package final class HTTPServer: @unchecked Sendable {
             return queue(.error(413, "bodyTooLarge", "request body over \(maxBodyBytes) bytes"), on: connection)
         }
         // Made into strings only here, once a request is answered (not at each call for its body).
+        let query = Self.queryValues(connection)
         var request = HTTPRequest(method: String(cString: method), path: String(cString: url),
-                                  query: Self.values(connection, kind: .GET_ARGUMENT_KIND, lowercased: false),
-                                  headers: Self.forwardedHeaders(connection), body: exchange.body)
+                                  query: query.values, headers: Self.forwardedHeaders(connection), body: exchange.body)
+        request.repeatedQueryName = query.repeatedName
         // A connection without a record (never seen opening) is nobody: no peer, TCP's rules.
         request.caller = record?.caller ?? HTTPCaller(transport: .tcp)
         handler(request) { response in exchange.deliver(response) }
-        if let response = exchange.suspendUnlessAnswered() { return queue(response, on: connection) }
+        if let response = exchange.suspendUnlessAnswered() { return queue(response, on: connection, closing: exchange.closesConnection) }
         return .YES
+    }
+
+    /// `GET` or `HEAD` of `/healthz` or `/readyz` (compared as C strings: no string is made).
+    static func isProbe(method: UnsafePointer<CChar>, url: UnsafePointer<CChar>) -> Bool {
+        (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
     }
 
     /// Bodies from this size on are sent from their own storage (`RetainedBytes`), smaller ones
     /// copied (a copy of a short JSON answer costs less than the box that would keep it).
     static let uncopiedBodyBytes = 2048
 
-    private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
-        let isStopping = stopping.load(ordering: .relaxed)
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer, closing: Bool = false) -> MHD_Result {
+        let isStopping = stopping.load(ordering: .relaxed) || closing
         // A cache hit: the entry's prepared response, queued as it is (not while stopping: that
         // answer needs `Connection: close`, which a shared response must not carry).
         if !isStopping, let reusable = response.reusable,
@@ -227,7 +258,8 @@ package final class HTTPServer: @unchecked Sendable {
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
         for (name, value) in response.headers { _ = MHD_add_response_header(created, name, value) }
-        // Keep-alive clients should reconnect to the next instance, not to this one.
+        // Keep-alive clients should reconnect to the next instance, not to this one (or, after
+        // a request whose end is unknown, start afresh).
         if isStopping { _ = MHD_add_response_header(created, "Connection", "close") }
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
@@ -254,21 +286,27 @@ package final class HTTPServer: @unchecked Sendable {
 
     private final class ValueBox {
         var values: [String: String] = [:]
+        /// The first name sent twice (query parameters only).
+        var repeatedName: String?
         let lowercased: Bool
         init(lowercased: Bool) { self.lowercased = lowercased }
     }
 
-    private static func values(_ connection: OpaquePointer, kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
-        let box = ValueBox(lowercased: lowercased)
+    /// The query's parameters as sent, and the first name sent more than once: libmicrohttpd
+    /// hands every pair over, and a dictionary would silently keep the last while nginx's
+    /// `$arg_…` reads the first (`HTTPRequest.repeatedQueryName`).
+    private static func queryValues(_ connection: OpaquePointer) -> (values: [String: String], repeatedName: String?) {
+        let box = ValueBox(lowercased: false)
         let pointer = Unmanaged.passUnretained(box).toOpaque()
-        _ = MHD_get_connection_values(connection, kind, { context, _, key, value in
+        _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
             guard let context, let key else { return .YES }
             let box = Unmanaged<ValueBox>.fromOpaque(context).takeUnretainedValue()
             let name = String(cString: key)
-            box.values[box.lowercased ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+            let old = box.values.updateValue(value.map { String(cString: $0) } ?? "", forKey: name)
+            if old != nil, box.repeatedName == nil { box.repeatedName = name }
             return .YES
         }, pointer)
-        return withExtendedLifetime(box) { box.values }
+        return withExtendedLifetime(box) { (box.values, box.repeatedName) }
     }
 
     fileprivate func completed(_ connection: OpaquePointer?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {

@@ -44,6 +44,13 @@ extension ThumbnailAPI {
                "Connections closed because their request was not whole within the request deadline (slow or idle clients), by the deadline that applied.",
                [("deadline=\"normal\"", Double(transport.slowClientsCut.load(ordering: .relaxed))),
                 ("deadline=\"crowded\"", Double(transport.slowClientsCutWhileCrowded.load(ordering: .relaxed)))])
+        metric("thumbd_http_over_limit_connections_total", "counter",
+               "Connections accepted beyond a listener's connection limit, and of their requests those refused 503 at once (probes are answered).",
+               [("outcome=\"accepted\"", Double(transport.acceptedOverLimit.load(ordering: .relaxed))),
+                ("outcome=\"refused\"", Double(transport.refusedOverLimit.load(ordering: .relaxed)))])
+        metric("thumbd_http_ambiguous_framing_total", "counter",
+               "Requests refused 400 and closed for Content-Length given twice or with Transfer-Encoding (request smuggling through a proxy).",
+               [("", Double(transport.ambiguousFramingRefused.load(ordering: .relaxed)))])
         metric("thumbd_http_connections", "gauge", "Open HTTP connections, every listener.",
                [("", Double(transport.openConnections.load(ordering: .relaxed)))])
         if let queue = queueCounters.withLock({ $0 })?.snapshot {

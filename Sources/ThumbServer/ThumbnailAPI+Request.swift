@@ -88,6 +88,9 @@ package enum APIRequest: Sendable {
                            "\(DisplayText.truncated(request.method, maxBytes: 20)) is not allowed on \(DisplayText.truncated(request.path))",
                            allowedMethods: allowed)
         }
+        if let repeated = request.repeatedQueryName {
+            throw .badQuery("'\(DisplayText.truncated(repeated, maxBytes: 40))' is given more than once: each parameter is given once")
+        }
         switch (method, route) {
         case ("GET", "thumbnails"):
             return .thumbnail(try ThumbnailCall.parse(request, context: context, maxWaitMilliseconds: maxWaitMilliseconds))
@@ -197,8 +200,8 @@ enum PercentDecoding {
         }
     }
 
-    /// The query with its values decoded; a name holds no escape (so no name can be given twice:
-    /// libmicrohttpd keeps the last value of a raw name).
+    /// The query with its values decoded; a name holds no escape (so no two spellings of one name
+    /// reach here: a name given twice as sent is refused before, `HTTPRequest.repeatedQueryName`).
     static func decode(query: [String: String]) throws(APIError) -> [String: String] {
         var decoded: [String: String] = [:]
         decoded.reserveCapacity(query.count)

@@ -110,20 +110,22 @@ extension ThumbnailAPI {
     static func jsonAnswer(_ object: [String: Any], ifNoneMatch: String?, headers: [(String, String)]) -> HTTPResponse {
         var answer = HTTPResponse.json(200, object)
         let etag = "\"json-" + String(ContentHash.fnv1a64(answer.body), radix: 16) + "\""
-        let lines = [("ETag", etag), ("Cache-Control", "no-cache"), ("Vary", "Accept")] + headers
+        let lines = [("ETag", etag), ("Cache-Control", "no-cache"), ("Vary", "Accept, Origin")] + headers
         if let ifNoneMatch, matches(ifNoneMatch, etag: etag) { return HTTPResponse(status: 304, headers: lines) }
         answer.headers += lines
         return answer
     }
 
-    /// Whether an `If-None-Match` list names `etag` (or is `*`); spaces and tabs around each
-    /// member (HTTP's optional white space) do not count.
+    /// Whether an `If-None-Match` list names `etag`; spaces and tabs around each member (HTTP's
+    /// optional white space) do not count. `*` matches no thumbnail: it would answer 304 ("what
+    /// you hold is current") to a client or cache that holds nothing, for a thumbnail this very
+    /// request may have rendered; caches revalidate with the ETags they hold.
     static func matches(_ ifNoneMatch: String, etag: String) -> Bool {
         ifNoneMatch.split(separator: ",").contains { member in
             var text = member
             while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
             while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
-            return text == etag || text == "*"
+            return text.utf8.elementsEqual(etag.utf8)
         }
     }
 }

@@ -62,7 +62,7 @@ package final class ThumbnailAPI: Sendable {
             } else {
                 counters.withLock { $0.count(route: route, status: response.status) }
             }
-            respond(response)
+            respond(response.varyingWithOrigin)
         }
         if lifecycle.isStopping && route != "healthz" && route != "readyz" {
             counted(.failure(.shuttingDown, message: "the server is shutting down"))

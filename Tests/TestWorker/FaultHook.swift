@@ -75,6 +75,8 @@ enum FaultHook {
                 offset += written
             }
             throw .undecodable(reason: "flooded")
+        case "heap-leftovers":
+            throw .undecodable(reason: heapLeftovers())
         default:
             throw .undecodable(reason: "unknown fault \(word)")
         }
@@ -115,6 +117,26 @@ enum FaultHook {
         let frame = WorkerAnswer(results: [.success(thumbnail)], cpuSeconds: 0.001).encode(for: order)
         frame.withUnsafeBytes { _ = write(3, $0.baseAddress, $0.count / 2) }
         _exit(3)
+    }
+
+    /// Takes blocks of many sizes from malloc, as a decoder takes its buffers, and counts the
+    /// bytes in them that are neither 0 (fresh from the kernel) nor the worker's fill: bytes an
+    /// earlier render left behind, which a decoder that reads memory it never wrote would show.
+    static func heapLeftovers() -> String {
+        let fresh = WorkerLaunch.heapFillByte ^ 0xFF
+        var blocks: [UnsafeMutableRawPointer] = []
+        var examined = 0, leftovers = 0
+        for size in [24, 40, 72, 136, 264, 520, 1_000, 2_056, 4_104, 8_200, 16_400, 32_800, 65_600, 100_000] {
+            for _ in 0..<8 {
+                guard let block = malloc(size) else { continue }
+                blocks.append(block)
+                let bytes = UnsafeRawBufferPointer(start: block, count: size)
+                examined += size
+                leftovers += bytes.reduce(0) { $0 + ($1 == 0 || $1 == fresh ? 0 : 1) }
+            }
+        }
+        blocks.forEach { free($0) }
+        return "heap: \(leftovers) leftover bytes in \(examined)"
     }
 
     static func openAttempts() -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ThumbPipeline
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,6 +56,32 @@ import Glibc
         }
     }
 
+    /// A `/` after a prepend mark (U+0600…) or before a combining mark is one `Character` with
+    /// it, so a split by characters kept `p\u{600}/secret.jpg` as one name with a `/` inside,
+    /// and the walk's `openat` resolved it through the absolute symlink `p\u{600}`. Paths are
+    /// split by bytes now; each of these is refused, whichever way the root is opened.
+    @Test(arguments: methods)
+    func aSlashJoinedToAMarkIsStillASeparator(_ method: BeneathOpener.Method) throws {
+        try link("p\u{600}", to: base + "/outside")
+        try link("q\u{600}", to: "../outside")
+        try FileManager.default.createDirectory(atPath: root + "/d", withIntermediateDirectories: true)
+        let assets = try assets(method)
+        for name in ["p\u{600}/secret.jpg", "q\u{600}/secret.jpg", "d\u{600}/../../outside/secret.jpg", "photos/\u{301}../../outside/secret.jpg",
+                     "d/..\u{600}/../outside/secret.jpg"] {
+            do throws(AssetPathError) {
+                let file = try assets.openForReading(name)
+                Issue.record("\(method): \(name.unicodeScalars.map { String($0.value, radix: 16) }) opened \(file.version.path), \(file.version.size) bytes")
+            } catch {
+                guard case .forbidden = error else {
+                    // Refused as missing is refused too, as long as nothing outside was read.
+                    guard case .notFound = error else { Issue.record("\(method) \(name): \(error)"); continue }
+                    continue
+                }
+            }
+        }
+        #expect(ExactPath.components("p\u{600}/secret.jpg") == ["p\u{600}", "secret.jpg"])
+    }
+
     /// The decision documented in docs/http-api.md: relative symlinks that stay inside the root work
     /// (the version names the file reached); absolute ones and any that climb out are refused.
     @Test(arguments: methods)
@@ -91,13 +118,32 @@ import Glibc
 
     @Test(arguments: methods)
     func refusesCacheDirectoryInsideRootAlsoThroughASymlink(_ method: BeneathOpener.Method) throws {
-        try FileManager.default.createDirectory(atPath: root + "/.cache", withIntermediateDirectories: true)
-        try Data([9]).write(to: URL(fileURLWithPath: root + "/.cache/x.jpg"))
-        try link("thumbs", to: ".cache")
-        let assets = try assets(method, excluding: [root + "/.cache"])
-        for name in [".cache/x.jpg", "thumbs/x.jpg"] {
+        try FileManager.default.createDirectory(atPath: root + "/cache", withIntermediateDirectories: true)
+        try Data([9]).write(to: URL(fileURLWithPath: root + "/cache/x.jpg"))
+        try link("thumbs", to: "cache")
+        let assets = try assets(method, excluding: [root + "/cache"])
+        for name in ["cache/x.jpg", "thumbs/x.jpg"] {
             #expect(throws: AssetPathError.forbidden(path: name, reason: "inside the cache directory")) { try assets.resolve(name) }
             #expect(throws: AssetPathError.forbidden(path: name, reason: "inside the cache directory")) { try assets.openForReading(name) }
+        }
+    }
+
+    /// One rule for hidden names: not assets, asked for by name or reached through a symlink.
+    @Test(arguments: methods)
+    func refusesHiddenNamesAlsoThroughASymlink(_ method: BeneathOpener.Method) throws {
+        try FileManager.default.createDirectory(atPath: root + "/.git", withIntermediateDirectories: true)
+        try Data([9]).write(to: URL(fileURLWithPath: root + "/.git/x.jpg"))
+        try Data([9]).write(to: URL(fileURLWithPath: root + "/photos/.y.jpg"))
+        try link("album", to: ".git")
+        try link("y.jpg", to: "photos/.y.jpg")
+        let assets = try assets(method)
+        for name in [".git/x.jpg", "photos/.y.jpg", "album/x.jpg", "y.jpg"] {
+            do throws(AssetPathError) {
+                _ = try assets.openForReading(name)
+                Issue.record("\(method): \(name) opened")
+            } catch {
+                guard case .forbidden(_, let reason) = error, reason.contains("hidden") else { Issue.record("\(method) \(name): \(error)"); continue }
+            }
         }
     }
 

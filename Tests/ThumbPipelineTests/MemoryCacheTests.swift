@@ -158,6 +158,6 @@ import ThumbSystem
         for index in 0..<10 { cache.insert(Self.entry("b/\(index).jpg")) }
         #expect(cache.thumbnail(for: one.key) == nil)
         #expect(cache.vouchCount == 0)
-        #expect(cache.state.withLock { $0.records["a/one.jpg"] == nil && $0.folders.isEmpty })
+        #expect(cache.state.withLock { $0.records[ExactPath("a/one.jpg")] == nil && $0.folders.isEmpty })
     }
 }

@@ -21,6 +21,9 @@ import ThumbAccess
     @Test("anything else is another host", arguments: [
         "", "evil.example", "evil.example:80", "127.0.0.256", "128.0.0.1", "127.0.0", "127.0.0.1.5", "1270.0.0.1", "127..0.1",
         "127.0.0.1a", "[::2]", "[::1", "localhost.evil", "localhos", "thumbs.internal.evil", "0x7f.0.0.1",
+        // What follows the name must be a port: the name alone once decided.
+        "[::1].evil.com", "[::1]evil", "[::1]:", "[::1]:80x", "localhost:evil.com", "127.0.0.1:evil.com", "localhost:", "localhost:123456",
+        "thumbs.internal:evil", "127.0.0.1:80:80",
     ])
     func otherHosts(_ host: String) throws {
         #expect(!(try Self.control(hosts: ["thumbs.internal"]).isOwnHost(host)))

@@ -10,7 +10,7 @@ import Glibc
 struct ServeRefusalTests {
     @Test("403 for .., %2e%2e, absolute paths and symlinks out of the root, without reading them")
     func pathsOutsideTheRootAreRefusedUnread() throws {
-        let daemon = try ServeDaemon(config: ServeDaemon.config(extra: ["cache": ["directory": "assets/.thumbs"]]),
+        let daemon = try ServeDaemon(config: ServeDaemon.config(extra: ["cache": ["directory": "assets/thumbs"]]),
                                      assets: ["photos/small.png": ServePaths.samples + "/pngsuite-basn6a08-alpha.png"])
         // Outside the root: a FIFO (opening it for reading would block until a writer comes) and
         // a copy of a real image (so that a wrongly followed link would render, not fail).
@@ -53,9 +53,20 @@ struct ServeRefusalTests {
         #expect(ok.status == 200, "\(ok.summary)")
         // The cache lives inside the asset folder here: its files are not assets.
         let cached = try #require((ok.json["path"] as? String)?.components(separatedBy: "/assets/").last)
-        for path in [cached, ".thumbs/index.sqlite"] {
+        for path in [cached, "thumbs/index.sqlite"] {
             let response = try daemon.request("/v1/thumbnails/large/\(path)")
             #expect(response.status == 403 && response.text.contains("cache"), "\(path): \(response.summary)")
+        }
+        // Hidden names are not assets on any route, as they are not in the listing: a real image
+        // under a hidden name or folder is refused, unread.
+        for hidden in [".hidden.png", ".git/small.png", "photos/.small.png"] {
+            let target = daemon.assets + "/" + hidden
+            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: ServePaths.samples + "/pngsuite-basn6a08-alpha.png", toPath: target)
+            let response = try daemon.request("/v1/thumbnails/large/\(hidden)")
+            #expect(response.status == 403 && response.text.contains("hidden"), "\(hidden): \(response.summary)")
+            let focus = try daemon.request("/v1/assets/\(hidden)/focus")
+            #expect(focus.status == 403, "focus of \(hidden): \(focus.summary)")
         }
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }

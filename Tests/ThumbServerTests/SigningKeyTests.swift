@@ -81,6 +81,22 @@ import ThumbAccess
         #expect(Outcome(URLSignature.verify(long, keyID: "k1", signature: longSig, keys: [key], now: 1000, verified: memo)) == .accepted)
         #expect(memo.count == before)
     }
+
+    @Test("a remembered signature is held to its fields' bytes: the NFD spelling of an NFC name (another file on Linux), or a Kelvin sign for K, is checked and refused")
+    func verifiedSignatureMemoComparesBytes() throws {
+        let key = URLSignature.Key(id: "k1", secret: (0..<32).map { UInt8($0) })
+        let memo = VerifiedSignatures()
+        for (signedPath, otherSpelling) in [("caf\u{E9}.jpg", "cafe\u{301}.jpg"), ("K.jpg", "\u{212A}.jpg"), ("\u{212B}.png", "\u{C5}.png")] {
+            #expect(signedPath == otherSpelling && !signedPath.utf8.elementsEqual(otherSpelling.utf8), "the pair must be equal as Strings only")
+            let fields = URLSignature.Fields(kind: "large", assetPath: signedPath, scale: "2")
+            let sig = try #require(URLSignature.signature(fields, key: key))
+            #expect(Outcome(URLSignature.verify(fields, keyID: "k1", signature: sig, keys: [key], now: 1000, verified: memo)) == .accepted)
+            var other = fields
+            other.assetPath = otherSpelling
+            #expect(Outcome(URLSignature.verify(other, keyID: "k1", signature: sig, keys: [key], now: 1000, verified: memo)) == .refused(.mismatch),
+                    "\(Array(otherSpelling.utf8)) verified by the signature of \(Array(signedPath.utf8))")
+        }
+    }
 }
 
 /// A verification's result as a value tests compare (`Result<Void, _>` is not Equatable).

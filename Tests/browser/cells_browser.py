@@ -437,6 +437,17 @@ def console_checks(driver, daemon, asset, artefacts):
         check(changed > 2, f"the avatar's pixels did not follow the crop (mean difference {changed:.2f})")
         check(same_pixels(after["pixels"], reference_avatar(daemon, asset)), "the console shows other pixels than the daemon serves")
 
+        # An address that climbs out of the asset routes (a link sent to the operator): a browser
+        # resolves ".." in a fetch's path, so the page must refuse it before making URLs of it.
+        driver.execute_script("performance.clearResourceTimings(); document.body.dataset.ready = ''")
+        driver.execute_script("location.hash = arguments[0]", "#/asset/" + urllib.parse.quote("../../../v1/cache/stats", safe=""))
+        wait_for(driver, "return document.body.dataset.ready === 'asset'", 60, "the asset page of a climbing address")
+        time.sleep(1)  # anything it would have fetched has started by now
+        fetched = driver.execute_script("return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)")
+        shown = driver.execute_script("return document.querySelector('#status').textContent")
+        check(not any(path.startswith("/v1/cache") or path.startswith("/v1/v1") for path in fetched) and "not an asset path" in shown,
+              f"#/asset/..%2F… fetched {fetched} and said {shown!r}")
+
         driver.get(base + "/console#/charts")
         wait_for(driver, "return document.body.dataset.ready === 'charts'", 60, "the console's charts")
         time.sleep(2.5)  # a few more samples on the charts

@@ -46,6 +46,11 @@ void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection);
 /// a Unix socket: EINVAL / ENOPROTOOPT).
 int CThumb_PeerCredentials(int descriptor, uid_t *uid, gid_t *gid, gid_t *groups, int *groupCount);
 
+/// Whether a request's body framing is ambiguous: Content-Length given more than once, or with
+/// Transfer-Encoding. 1: ambiguous (answer 400 and close: a proxy in front may have read another
+/// body length than libmicrohttpd, and the rest would be taken for the next request), 0: not.
+int CThumb_HTTPFramingIsAmbiguous(struct MHD_Connection *connection);
+
 /// Whether a socket is AF_UNIX (1), another family (0), or cannot be asked (-1, errno).
 int CThumb_SocketIsUnix(int descriptor);
 

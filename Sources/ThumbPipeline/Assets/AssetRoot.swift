@@ -53,7 +53,10 @@ package struct AssetRoot: Sendable {
         // A folder that does not exist yet (the cache, before its first write) is kept as its
         // parent's real path plus its name.
         self.excluded = excluded.map(Self.bestRealPath)
-        excludedInside = self.excluded.compactMap { $0.hasPrefix(root + "/") ? String($0.dropFirst(root.count + 1)) : nil }
+        excludedInside = self.excluded.compactMap { folder in
+            guard folder.utf8.count > root.utf8.count, ExactPath.isPath(folder, inOrUnder: root) else { return nil }
+            return String(Substring(folder.utf8.dropFirst(root.utf8.count + 1)))
+        }
         self.opener = opener
     }
 
@@ -99,8 +102,12 @@ package struct AssetRoot: Sendable {
             guard (status.st_mode & S_IFMT) == S_IFREG else { throw .forbidden(path: relative, reason: "not a regular file") }
             guard status.st_nlink > 0 else { throw .notFound(path: relative) } // unlinked meanwhile
             let canonical = opened.canonicalPath
-            if excludedInside.contains(where: { canonical == $0 || canonical.hasPrefix($0 + "/") }) {
+            if excludedInside.contains(where: { ExactPath.isPath(canonical, inOrUnder: $0) }) {
                 throw .forbidden(path: relative, reason: "inside the cache directory")
+            }
+            // Reached through a symlink: the rule for hidden names holds for the file reached too.
+            if let hidden = ExactPath.components(canonical).first(where: AssetNames.isHidden) {
+                throw .forbidden(path: relative, reason: "'\(hidden)' is a hidden name (starting with '.'), not an asset")
             }
             let version = AssetVersion(path: canonical, size: Int(status.st_size),
                                        modifiedNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
@@ -125,14 +132,20 @@ package struct AssetRoot: Sendable {
         }
     }
 
-    /// Splits a relative path, refusing absolute paths, `.`/`..`, empty components and NUL.
+    /// Splits a relative path, refusing absolute paths, `.`/`..`, hidden names, empty components
+    /// and NUL. One rule for hidden names everywhere: a file or folder whose name starts with
+    /// `.` is not an asset (`AssetNames.isHidden`): never scanned, watched or listed, and so never
+    /// served either (a `.git` folder or a `.name.tmp` being written is nobody's thumbnail).
     static func validatedComponents(_ relative: String) throws(AssetPathError) -> [Substring] {
         guard !relative.isEmpty else { throw .forbidden(path: relative, reason: "empty path") }
-        guard !relative.hasPrefix("/") else { throw .forbidden(path: relative, reason: "absolute paths are not allowed") }
+        guard !relative.utf8.starts(with: "/".utf8) else { throw .forbidden(path: relative, reason: "absolute paths are not allowed") }
         guard !relative.utf8.contains(0) else { throw .forbidden(path: relative, reason: "NUL in path") }
-        let components = relative.split(separator: "/", omittingEmptySubsequences: true)
-        for component in components where component == ".." || component == "." {
+        let components = ExactPath.components(relative)
+        for component in components where component.utf8.elementsEqual("..".utf8) || component.utf8.elementsEqual(".".utf8) {
             throw .forbidden(path: relative, reason: "'\(component)' is not allowed")
+        }
+        for component in components where AssetNames.isHidden(component) {
+            throw .forbidden(path: relative, reason: "'\(component)' is a hidden name (starting with '.'), not an asset")
         }
         guard !components.isEmpty else { throw .forbidden(path: relative, reason: "empty path") }
         return components

@@ -68,8 +68,10 @@ struct BeneathOpener: Sendable {
         var pending = components.reversed().map(String.init)
         var symlinks = 0
         while let name = pending.popLast() {
-            if name.isEmpty || name == "." { continue }
-            if name == ".." {
+            if name.isEmpty || name.utf8.elementsEqual(".".utf8) { continue }
+            // A name is one step: `openat` would resolve a `/` inside it, symlinks and all.
+            guard !name.utf8.contains(UInt8(ascii: "/")) else { throw SystemError(operation: "open: a name holds '/'", errno: EXDEV) }
+            if name.utf8.elementsEqual("..".utf8) {
                 guard let left = folders.popLast() else { throw SystemError(operation: "open: '..' above the root", errno: EXDEV) }
                 close(left.descriptor)
                 continue
@@ -96,8 +98,8 @@ struct BeneathOpener: Sendable {
                 close(step)
                 symlinks += 1
                 guard symlinks <= Self.maxSymlinks else { throw SystemError(operation: "open \(name)", errno: ELOOP) }
-                guard !target.hasPrefix("/") else { throw SystemError(operation: "open \(name): absolute symlink", errno: EXDEV) }
-                pending += target.split(separator: "/", omittingEmptySubsequences: true).reversed().map(String.init)
+                guard target.utf8.first != UInt8(ascii: "/") else { throw SystemError(operation: "open \(name): absolute symlink", errno: EXDEV) }
+                pending += ExactPath.components(target).reversed().map(String.init)
             case S_IFDIR where !isLast:
                 folders.append((step, name))
             default:

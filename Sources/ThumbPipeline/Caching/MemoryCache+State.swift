@@ -1,3 +1,5 @@
+import ThumbSystem
+
 extension MemoryCache {
     /// One place of the slab: an entry, or a free place (`thumbnail` nil) waiting for reuse.
     struct Slot {
@@ -26,7 +28,8 @@ extension MemoryCache {
         /// Digest → slot.
         var index: [String: Int] = [:]
         /// Asset path → its entries and vouch.
-        var records: [String: AssetRecord] = [:]
+        /// By asset path, as bytes (`ExactPath`): two spellings of one name are two files.
+        var records: [ExactPath: AssetRecord] = [:]
         /// Folders holding vouched assets, and their ancestors (see `MemoryCache+Vouches`).
         var folders: [String: FolderNode] = [:]
         var newest = -1
@@ -80,13 +83,13 @@ extension MemoryCache {
             itemBytes += countedBytes
             let path = thumbnail.key.assetPath
             var record = AssetRecord()
-            if let existing = records.removeValue(forKey: path) {
+            if let existing = records.removeValue(forKey: ExactPath(path)) {
                 record = existing
                 itemBytes -= Accounting.recordBytes(path: path, record)
             }
             record.slots.append(slot)
             itemBytes += Accounting.recordBytes(path: path, record)
-            records[path] = record
+            records[ExactPath(path)] = record
             pushNewest(slot)
             updateTableBytes()
         }
@@ -100,7 +103,7 @@ extension MemoryCache {
             slots[slot] = Slot()
             freeSlots.append(slot)
             let path = thumbnail.key.assetPath
-            guard var record = records[path] else { return }
+            guard var record = records[ExactPath(path)] else { return }
             itemBytes -= Accounting.recordBytes(path: path, record)
             record.slots.removeAll { $0 == slot }
             if var vouch = record.vouch {
@@ -113,16 +116,16 @@ extension MemoryCache {
             if record.slots.isEmpty {
                 // Only assets with entries are vouched for: that bounds the vouches by the budget.
                 if record.vouch != nil { dropVouch(of: path, in: &record) }
-                records.removeValue(forKey: path)
+                records.removeValue(forKey: ExactPath(path))
             } else {
                 itemBytes += Accounting.recordBytes(path: path, record)
-                records[path] = record
+                records[ExactPath(path)] = record
             }
         }
 
         /// Drops every entry of the asset (and its vouch), visiting only its own slots.
         mutating func removeAsset(_ path: String) {
-            guard let record = records[path] else { return }
+            guard let record = records[ExactPath(path)] else { return }
             slotsVisitedByRemovals += record.slots.count
             for slot in record.slots { removeSlot(slot) }
         }

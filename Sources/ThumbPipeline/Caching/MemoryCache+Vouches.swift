@@ -1,4 +1,5 @@
 import ThumbImaging
+import ThumbSystem
 
 /// What stands behind a vouch: the folder watcher, while it runs. A vouch says "this asset is
 /// still the version it was when resolved, because any change to it would have been reported
@@ -63,7 +64,7 @@ extension MemoryCache {
     func vouchedThumbnail(assetPath: String, variant: ThumbnailVariant) -> CachedThumbnail? {
         state.withLock { state in
             // In place (a mutating look through the values' modify accessor): no copy of the record.
-            guard let record = state.records.index(forKey: assetPath),
+            guard let record = state.records.index(forKey: ExactPath(assetPath)),
                   let found = state.records.values[record].vouchedSlot(for: variant) else { return nil }
             guard let authority = state.authority, authority.vouches else {
                 // The watcher stopped: what it vouched for may change unseen from now on.
@@ -89,8 +90,8 @@ extension MemoryCache {
             // Under the lock that every drop holds while it moves the generation: a drop either
             // came before (the generation moved: refused) or comes after (and drops this vouch).
             guard vouchGeneration.load(ordering: .acquiring) == generation, let authority = state.authority, authority.vouches,
-                  key.assetPath == version.path, let slot = state.index[key.digest],
-                  state.slots[slot].thumbnail?.key == key, var record = state.records[version.path] else { return false }
+                  key.assetPath.utf8.elementsEqual(version.path.utf8), let slot = state.index[key.digest],
+                  state.slots[slot].thumbnail?.key == key, var record = state.records[ExactPath(version.path)] else { return false }
             var vouch: Vouch
             if let current = record.vouch, current.version == version {
                 vouch = current
@@ -106,7 +107,7 @@ extension MemoryCache {
             vouch.countedBytes = Accounting.vouchBytes(vouch)
             state.itemBytes += vouch.countedBytes
             record.vouch = vouch
-            state.records[version.path] = record
+            state.records[ExactPath(version.path)] = record
             state.updateTableBytes()
             return true
         }
@@ -115,9 +116,9 @@ extension MemoryCache {
     /// A watcher event for one asset (changed or removed): its vouch goes.
     func dropVouch(ofAsset path: String) {
         state.withLock { state in
-            if var record = state.records[path], record.vouch != nil {
+            if var record = state.records[ExactPath(path)], record.vouch != nil {
                 state.dropVouch(of: path, in: &record)
-                state.records[path] = record
+                state.records[ExactPath(path)] = record
             }
             vouchGeneration.add(1, ordering: .releasing)
         }
@@ -170,11 +171,11 @@ extension MemoryCache.State {
 
     /// Clears a vouch whose folder node the caller removes itself.
     private mutating func clearVouch(of path: String) {
-        guard var record = records[path], let vouch = record.vouch else { return }
+        guard var record = records[ExactPath(path)], let vouch = record.vouch else { return }
         itemBytes -= vouch.countedBytes
         vouchedAssets -= 1
         record.vouch = nil
-        records[path] = record
+        records[ExactPath(path)] = record
     }
 
     mutating func addToFolders(_ path: String) {

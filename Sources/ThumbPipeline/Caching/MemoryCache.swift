@@ -1,5 +1,6 @@
 import Synchronization
 import ThumbImaging
+import ThumbSystem
 
 /// The hottest encoded thumbnails, least recently used first out, under a byte budget.
 ///
@@ -61,7 +62,7 @@ package final class MemoryCache: ThumbnailCaching {
 
     /// Entries held for `assetPath` (tests and diagnostics).
     func entryCount(ofAsset assetPath: String) -> Int {
-        state.withLock { $0.records[assetPath]?.slots.count ?? 0 }
+        state.withLock { $0.records[ExactPath(assetPath)]?.slots.count ?? 0 }
     }
 
     /// Slots looked at by `removeThumbnails` since the cache was made (tests: an event touches

@@ -8,10 +8,13 @@ extension AccessControl {
     static let allowedRequestHeaders = "Authorization, Content-Type, If-None-Match"
     static let preflightMaxAgeSeconds = 600
 
-    /// `Access-Control-Allow-Origin` and friends for a request with an allowed `Origin`.
+    /// `Access-Control-Allow-Origin` and friends for a request with an allowed `Origin`. The
+    /// `Vary: Origin` that goes with them is on every answer, with or without an `Origin`
+    /// (`HTTPResponse.varyingWithOrigin`): a cache that stored a plain `<img>`'s answer must not
+    /// hand it to a page's `fetch`, which needs these headers.
     package func corsHeaders(for request: HTTPRequest) -> [(String, String)] {
         guard let origin = request.headers["origin"] else { return [] }
-        return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"), ("Access-Control-Expose-Headers", Self.exposedHeaders)]
+        return [("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", Self.exposedHeaders)]
     }
 
     /// The answer to a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method):

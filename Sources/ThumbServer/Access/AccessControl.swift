@@ -155,9 +155,12 @@ package final class AccessControl: Sendable {
         return header.withUTF8 { bytes in
             if bytes[0] == UInt8(ascii: "[") {
                 guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
-                return Self.equalsIgnoringCase(bytes[1..<close], "::1")
+                return Self.isPort(bytes[(close + 1)...]) && Self.equalsIgnoringCase(bytes[1..<close], "::1")
             }
-            let host = bytes[..<(bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex)]
+            let colon = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
+            // What follows the name is a port or nothing: `localhost:evil.com` names no listener.
+            guard Self.isPort(bytes[colon...]) else { return false }
+            let host = bytes[..<colon]
             if Self.equalsIgnoringCase(host, "localhost") || Self.isLoopbackIPv4(host) { return true }
             guard !settings.hosts.isEmpty else { return false }
             return settings.hosts.contains(String(decoding: host, as: UTF8.self).lowercased())
@@ -169,6 +172,14 @@ package final class AccessControl: Sendable {
         return zip(bytes, UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)).allSatisfy { byte, expected in
             (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
         }
+    }
+
+    /// The end of a Host after its name: nothing, or `:` and one to five digits.
+    static func isPort(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        guard let first = bytes.first else { return true }
+        let digits = bytes.dropFirst()
+        return first == UInt8(ascii: ":") && (1...5).contains(digits.count)
+            && digits.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     /// 127.x.y.z: four parts of one to three digits, each below 256.

@@ -23,6 +23,21 @@ const thumbnailURL = (kind, asset, scale, extra = "") =>
   `/v1/thumbnails/${encodeURIComponent(kind)}/${encodePath(asset)}?scale=${scale}${extra}`
 const setReady = (view) => { document.body.dataset.ready = view }
 
+/**
+ * Why `path` names no asset (null when it may): the daemon's rule (no empty, "." or ".." segment,
+ * nothing hidden), checked before a URL is made of it. encodeURIComponent leaves "." alone and a
+ * browser resolves "." and ".." segments (and "%2E%2E") in a URL's path, so "#/asset/..%2F..%2F…"
+ * would send the operator's credentials to another route.
+ */
+function assetPathProblem(path) {
+  if (typeof path !== "string" || path === "") return "it is empty"
+  for (const segment of path.split("/")) {
+    if (segment === "") return "it has an empty segment"
+    if (segment.startsWith(".")) return `'${segment}' starts with '.' (hidden names, '.' and '..' are not assets)`
+  }
+  return null
+}
+
 // ---- the status line and HTTP ----
 
 function showStatus(text, isError = false) {
@@ -343,7 +358,8 @@ async function showPlaceholder(path, known, generation) {
 
 async function showAsset(path) {
   const generation = ++asset.generation
-  Object.assign(asset, { path, source: null, kinds: [], focus: null })
+  const problem = assetPathProblem(path)
+  Object.assign(asset, { path: problem ? null : path, source: null, kinds: [], focus: null })
   $("#asset-title").textContent = path
   $("#nav-asset").href = "#/asset/" + encodeURIComponent(path)
   $("#source-img").removeAttribute("src")
@@ -352,6 +368,11 @@ async function showAsset(path) {
   // The figures go: their thumbnails' blobs with them.
   for (const img of $("#kinds").querySelectorAll("img")) if (img.src.startsWith("blob:")) URL.revokeObjectURL(img.src)
   $("#kinds").replaceChildren()
+  if (problem) {
+    showStatus(`not an asset path: ${problem}`, true)
+    setReady("asset")
+    return
+  }
   const [kinds, source, focus] = await Promise.all([loadKinds(),
     request(thumbnailURL(SOURCE_SPEC, path, 1, `&wait=${JSON_WAIT_MS}`), jsonInit), request(focusURL(path))])
   if (generation !== asset.generation) return

@@ -27,9 +27,25 @@ package struct WorkerLaunch: Sendable, Equatable {
     /// The worker's whole environment. SWIFT_BACKTRACE=enable=no: a trap dies at once instead of
     /// spending seconds in the backtracer (which could not work in the sandbox anyway).
     /// A worker writes plain text to its stderr pipe; the daemon relays it in its own log format.
+    /// `GLIBC_TUNABLES`: see `heapFillByte`.
     var environment: [String] {
-        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))"] + extraEnvironment
+        ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))",
+         Self.heapTunables] + extraEnvironment
     }
+
+    /// A worker renders one asset after another, perhaps of other principals, in one heap: a
+    /// decoder that hands out memory it never wrote as pixels (libheif's GHSA-2vh6-whr3-cmq3 did)
+    /// would show the last asset's pixels in the next one's thumbnail. glibc's perturb tunable
+    /// fills every block malloc hands out with `heapFillByte ^ 0xFF` and every freed one with
+    /// `heapFillByte`, so no block holds an earlier render's bytes (fresh pages from the kernel
+    /// are zero anyway). glibc skips both fills for blocks it keeps in its per-thread cache
+    /// (tcache), so that cache is off (`tcache_count=0`): measured, 1,550 bytes of an earlier
+    /// render came back in 1.8 MB of fresh blocks with it on, none with it off. Done by glibc,
+    /// not by us zeroing each decoder's buffers: it covers every library's allocations,
+    /// including ones we never see. Its cost is in Benchmarks/README.md.
+    package static let heapFillByte: UInt8 = 0xA5
+    package static let heapTunables = "GLIBC_TUNABLES=glibc.malloc.perturb=\(heapFillByte):glibc.malloc.tcache_count=0"
+
 }
 
 /// Why no worker could be started.

@@ -1,5 +1,6 @@
 import Synchronization
 package import ThumbImaging
+import ThumbSystem
 
 /// Every asset's focus (schema 4's `focus` table), as its owner set it: kept across restarts and
 /// across edits of the file (a re-saved image keeps its composition), gone with the asset.
@@ -13,8 +14,8 @@ package import ThumbImaging
 /// transaction (their keys can never be asked for again).
 package final class FocusStore: FocusKeeping {
     let index: CacheIndex
-    /// The mirror; nil until loaded.
-    private let mirror = Mutex<[String: FocusRegion]?>(nil)
+    /// The mirror, by asset path as bytes (two spellings of a name are two files); nil until loaded.
+    private let mirror = Mutex<[ExactPath: FocusRegion]?>(nil)
 
     package init(index: CacheIndex) {
         self.index = index
@@ -22,8 +23,8 @@ package final class FocusStore: FocusKeeping {
 
     /// The asset's focus, or nil when it has none (or the index is closed).
     package func focus(ofAsset assetPath: String) -> FocusRegion? {
-        if let loaded = mirror.withLock({ $0.map { $0[assetPath] } }) { return loaded }
-        return index.state.withLock { state in loadedMirror(&state)[assetPath] }
+        if let loaded = mirror.withLock({ $0.map { $0[ExactPath(assetPath)] } }) { return loaded }
+        return index.state.withLock { state in loadedMirror(&state)[ExactPath(assetPath)] }
     }
 
     /// How many assets have a focus.
@@ -41,7 +42,7 @@ package final class FocusStore: FocusKeeping {
             try database.execute("INSERT OR REPLACE INTO focus (asset_path, x, y, width, height) VALUES (?, ?, ?, ?, ?)",
                                  [.text(assetPath), .real(focus.x), .real(focus.y), .real(focus.width), .real(focus.height)])
             return true
-        } memo: { $0[assetPath] = focus }
+        } memo: { $0[ExactPath(assetPath)] = focus }
         return result.dropped
     }
 
@@ -50,7 +51,7 @@ package final class FocusStore: FocusKeeping {
     package func removeFocus(ofAsset assetPath: String) throws(CacheError) -> Bool {
         let result = try changeFocus(of: assetPath, operation: "remove the focus of \(assetPath)") { database throws(SQLiteError) in
             try database.execute("DELETE FROM focus WHERE asset_path = ?", [.text(assetPath)]) > 0
-        } memo: { $0[assetPath] = nil }
+        } memo: { $0[ExactPath(assetPath)] = nil }
         return result.changed
     }
 
@@ -59,7 +60,7 @@ package final class FocusStore: FocusKeeping {
     package func removeFocus(ofAssets assetPaths: [String]) {
         index.state.withLock { state in
             let memo = loadedMirror(&state)
-            let having = assetPaths.filter { memo[$0] != nil }
+            let having = assetPaths.filter { memo[ExactPath($0)] != nil }
             guard !having.isEmpty, let database = state.database else { return }
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
@@ -69,7 +70,7 @@ package final class FocusStore: FocusKeeping {
                 index.recover(from: error, &state)
                 return
             }
-            mirror.withLock { regions in for path in having { regions?[path] = nil } }
+            mirror.withLock { regions in for path in having { regions?[ExactPath(path)] = nil } }
         }
     }
 
@@ -77,8 +78,9 @@ package final class FocusStore: FocusKeeping {
     package func removeFocus(under folder: String) {
         let (condition, bounds) = CacheIndex.rangeCondition(under: folder)
         var prefix = Substring(folder)
-        while prefix.hasSuffix("/") { prefix = prefix.dropLast() }
-        let inside: (String) -> Bool = { prefix.isEmpty || $0.hasPrefix(prefix + "/") }
+        while prefix.utf8.last == UInt8(ascii: "/") { prefix = Substring(prefix.utf8.dropLast()) }
+        let folderPath = String(prefix)
+        let inside: (ExactPath) -> Bool = { folderPath.isEmpty || (ExactPath.isPath($0.text, inOrUnder: folderPath) && $0.text.utf8.count > folderPath.utf8.count) }
         index.state.withLock { state in
             guard loadedMirror(&state).keys.contains(where: inside), let database = state.database else { return }
             do throws(SQLiteError) {
@@ -93,12 +95,12 @@ package final class FocusStore: FocusKeeping {
 
     /// Every asset path with a focus (the start-up reconcile checks they still exist).
     package func assetPathsWithFocus() -> [String] {
-        index.state.withLock { state in loadedMirror(&state).keys.sorted() }
+        index.state.withLock { state in loadedMirror(&state).keys.map(\.text).sorted() }
     }
 
     /// One change of the focus table and the asset's focus-cropped rows, in one transaction.
     private func changeFocus(of assetPath: String, operation: String, _ change: (SQLiteDatabase) throws(SQLiteError) -> Bool,
-                             memo: (inout [String: FocusRegion]) -> Void) throws(CacheError) -> (changed: Bool, dropped: Int) {
+                             memo: (inout [ExactPath: FocusRegion]) -> Void) throws(CacheError) -> (changed: Bool, dropped: Int) {
         try index.state.withLock { (state: inout CacheIndex.State) throws(CacheError) -> (changed: Bool, dropped: Int) in
             _ = loadedMirror(&state)
             guard let database = state.database else { throw CacheError(operation: operation, reason: "the cache is closed") }
@@ -128,14 +130,14 @@ package final class FocusStore: FocusKeeping {
 
     /// The mirror, loaded from the index if it was not yet (with the index's lock held). A
     /// row that breaks `FocusRegion`'s ranges (edited by hand) is left out: no crop trusts it.
-    private func loadedMirror(_ state: inout CacheIndex.State) -> [String: FocusRegion] {
+    private func loadedMirror(_ state: inout CacheIndex.State) -> [ExactPath: FocusRegion] {
         if let loaded = mirror.withLock({ $0 }) { return loaded }
         guard let database = state.database else { return [:] }
-        var regions: [String: FocusRegion] = [:]
+        var regions: [ExactPath: FocusRegion] = [:]
         do throws(SQLiteError) {
             try database.query("SELECT asset_path, x, y, width, height FROM focus") { row in
                 if let focus = FocusRegion(x: row.double(1), y: row.double(2), width: row.double(3), height: row.double(4)) {
-                    regions[row.text(0)] = focus
+                    regions[ExactPath(row.text(0))] = focus
                 }
             }
         } catch {

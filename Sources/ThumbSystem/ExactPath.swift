@@ -1,0 +1,34 @@
+/// A path (or any name a file system keeps) compared and hashed by its UTF-8 bytes. Swift's
+/// `String` equality and hashing treat canonically equivalent spellings as one (NFC `café.jpg`
+/// and NFD `café.jpg`, `K` and the Kelvin sign), but on Linux those are two files: a table
+/// keyed by asset path must not hand one file's entry to the other's request.
+package struct ExactPath: Hashable, Sendable, CustomStringConvertible {
+    package let text: String
+
+    package init(_ text: String) { self.text = text }
+
+    package static func == (left: ExactPath, right: ExactPath) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(text.utf8.count)
+        for byte in text.utf8 { hasher.combine(byte) }
+    }
+
+    package var description: String { text }
+
+    /// The parts between `/` bytes. Split by byte, never by `Character`: a `/` joins a
+    /// preceding prepend mark (U+0600…) or a following combining mark into one `Character`, so
+    /// a split by characters leaves a real `/` inside a part, which `openat` then resolves,
+    /// symlinks and all.
+    package static func components(_ path: String, omittingEmpty: Bool = true) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: omittingEmpty).map { Substring($0) }
+    }
+
+    /// Whether `path` is `folder` or lies under it, by bytes.
+    package static func isPath(_ path: String, inOrUnder folder: String) -> Bool {
+        let utf8 = path.utf8
+        guard utf8.starts(with: folder.utf8) else { return false }
+        let rest = utf8.dropFirst(folder.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+}
