@@ -17,7 +17,10 @@ static void CThumb_lcmsSilence(cmsContext context, cmsUInt32Number code, const c
 CThumb_ColorTransform *CThumb_ColorTransformCreate(const uint8_t *profile, size_t length,
                                                    CThumb_PixelLayout input) {
     cmsSetLogErrorHandler(CThumb_lcmsSilence);
-    cmsHPROFILE source = cmsOpenProfileFromMem(profile, (cmsUInt32Number)length);
+    // Lab pixels need no embedded profile: ICC's PCS (D50) is what Lab files mean (Photoshop's
+    // Lab TIFFs; Pillow reads them the same way), and lcms builds it.
+    cmsHPROFILE source = input == CThumb_PixelLab8 ? cmsCreateLab4Profile(NULL)
+                                                   : cmsOpenProfileFromMem(profile, (cmsUInt32Number)length);
     if (!source) return NULL;
     cmsColorSpaceSignature space = cmsGetColorSpace(source);
     cmsUInt32Number inputFormat, outputFormat = TYPE_RGB_8;
@@ -33,10 +36,12 @@ CThumb_ColorTransform *CThumb_ColorTransformCreate(const uint8_t *profile, size_
         break;
     case CThumb_PixelCMYK8: inputFormat = TYPE_CMYK_8; break;
     case CThumb_PixelCMYK8Inverted: inputFormat = TYPE_CMYK_8_REV; break;
+    case CThumb_PixelLab8: inputFormat = TYPE_Lab_8; break;
     default: cmsCloseProfile(source); return NULL;
     }
     int wantsCMYK = input == CThumb_PixelCMYK8 || input == CThumb_PixelCMYK8Inverted;
-    if ((wantsCMYK && space != cmsSigCmykData) || (!wantsCMYK && space != cmsSigRgbData)) {
+    cmsColorSpaceSignature wanted = input == CThumb_PixelLab8 ? cmsSigLabData : wantsCMYK ? cmsSigCmykData : cmsSigRgbData;
+    if (space != wanted) {
         cmsCloseProfile(source);
         return NULL;
     }

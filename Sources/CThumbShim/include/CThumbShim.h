@@ -180,10 +180,12 @@ typedef enum {
     CThumb_PixelRGBA8 = 1,
     CThumb_PixelCMYK8 = 2,          ///< C, M, Y, K with 255 = full ink
     CThumb_PixelCMYK8Inverted = 3,  ///< Adobe's inverted CMYK: 0 = full ink
+    CThumb_PixelLab8 = 4,           ///< CIE L*a*b* (D50) in ICC's 8-bit encoding: a*, b* offset by 128
 } CThumb_PixelLayout;
 
 /// A transform from an embedded ICC profile to sRGB, output RGB8 (RGBA8 when the input is RGBA8,
 /// alpha copied). Returns NULL when the profile is unusable or does not match the layout.
+/// For CThumb_PixelLab8 the profile is not read (it may be empty): lcms's own Lab profile is.
 CThumb_ColorTransform *CThumb_ColorTransformCreate(const uint8_t *profile, size_t length,
                                                    CThumb_PixelLayout input);
 void CThumb_ColorTransformApply(CThumb_ColorTransform *transform, const uint8_t *input,

@@ -4,7 +4,8 @@ import CThumbShim
 /// Sendable: the shim builds it without lcms's one-pixel memo, so `apply` keeps no state and
 /// any number of threads may use one transform at once (see `shared(profile:layout:)`).
 final class ColorProfileTransform: @unchecked Sendable {
-    enum Layout: Hashable { case rgb, rgba, cmyk, cmykInverted }
+    /// `lab`: CIE L*a*b* in ICC's 8-bit encoding; its profile is lcms's own (D50), the bytes unread.
+    enum Layout: Hashable { case rgb, rgba, cmyk, cmykInverted, lab }
 
     private let handle: OpaquePointer
     let layout: Layout
@@ -17,6 +18,7 @@ final class ColorProfileTransform: @unchecked Sendable {
         case .rgba: CThumb_PixelRGBA8
         case .cmyk: CThumb_PixelCMYK8
         case .cmykInverted: CThumb_PixelCMYK8Inverted
+        case .lab: CThumb_PixelLab8
         }
         guard let handle = profile.withUnsafeBufferPointer({
             CThumb_ColorTransformCreate($0.baseAddress, $0.count, pixelLayout)

@@ -3,7 +3,8 @@
 /// whole factor. Every other PNG streams its rows (`PNGRowSource`).
 ///
 /// libpng 1.6.39 (Debian 12) predates `cICP` (1.6.45 reads it), so `PNGChunks` finds it; the
-/// PNG third edition says `cICP` overrides `iCCP`, `sRGB` and `gAMA`, and so thumbd does.
+/// PNG third edition says `cICP` overrides `iCCP`, `sRGB` and `gAMA`, and so thumbd does, for
+/// every transfer: an SDR one is `PNGRowSource`'s, with the chunk's colour space.
 final class PNGHDRLoader: FrameLoader {
     let storedWidth: Int
     let storedHeight: Int
@@ -77,10 +78,32 @@ final class PNGHDRLoader: FrameLoader {
 enum PNGChunks {
     static let maxChunks = 1024
 
-    /// The HDR signal a `cICP` chunk names (RGB, matrix 0), with `cLLi`'s MaxCLL; nil otherwise.
-    static func hdrSignal(_ bytes: UnsafeRawBufferPointer) -> HDRSignal? {
+    /// A `cICP` chunk's code points (ITU-T H.273), with `cLLi`'s MaxCLL when there is one.
+    struct CodePoints: Equatable {
+        var primaries: Int
+        var transfer: Int
+        var matrix: Int
+        var maxCLLNits: Double?
+
+        /// The HDR signal named (PQ or HLG); nil for every other transfer.
+        var hdrSignal: HDRSignal? {
+            guard let transfer = HDRTransfer(h273: transfer) else { return nil }
+            return HDRSignal(transfer: transfer, primaries: Chromaticities.h273(primaries) ?? .bt2020, contentPeakNits: maxCLLNits)
+        }
+
+        /// An SDR transfer's colour space as an ICC profile for the thumbnailer's lcms transform
+        /// (nil: sRGB already), built as for a HEIF's nclx: the same codes mean the same there.
+        var sdrProfile: [UInt8]? {
+            HEIFLoader.nclxProfile(primaries: primaries, transfer: transfer,
+                                   chromaticities: Chromaticities.h273(primaries) ?? .sRGB).profile
+        }
+    }
+
+    /// The `cICP` chunk's code points; nil without one, or for a matrix other than 0 (PNG holds
+    /// RGB: the third edition makes any other matrix an error, and such a chunk is ignored).
+    static func codePoints(_ bytes: UnsafeRawBufferPointer) -> CodePoints? {
         var offset = 8
-        var cicp: (primaries: Int, transfer: Int, matrix: Int)?
+        var cicp: CodePoints?
         var maxCLLNits: Double?
         for _ in 0..<maxChunks {
             guard offset <= bytes.count - 12 else { break }
@@ -90,7 +113,7 @@ enum PNGChunks {
             let data = offset + 8
             if type == "IDAT" || type == "IEND" { break }
             if type == "cICP", length == 4 {
-                cicp = (Int(bytes[data]), Int(bytes[data + 1]), Int(bytes[data + 2]))
+                cicp = CodePoints(primaries: Int(bytes[data]), transfer: Int(bytes[data + 1]), matrix: Int(bytes[data + 2]))
             }
             if type == "cLLi", length == 8 {
                 let maxCLL = (0..<4).reduce(0) { $0 << 8 | Int(bytes[data + $1]) }
@@ -98,7 +121,11 @@ enum PNGChunks {
             }
             offset = data + length + 4
         }
-        guard let cicp, cicp.matrix == 0, let transfer = HDRTransfer(h273: cicp.transfer) else { return nil }
-        return HDRSignal(transfer: transfer, primaries: Chromaticities.h273(cicp.primaries) ?? .bt2020, contentPeakNits: maxCLLNits)
+        guard var cicp, cicp.matrix == 0 else { return nil }
+        cicp.maxCLLNits = maxCLLNits
+        return cicp
     }
+
+    /// The HDR signal a `cICP` chunk names (RGB, matrix 0), with `cLLi`'s MaxCLL; nil otherwise.
+    static func hdrSignal(_ bytes: UnsafeRawBufferPointer) -> HDRSignal? { codePoints(bytes)?.hdrSignal }
 }

@@ -68,10 +68,12 @@ final class JPEGRowSource: RowSource {
 }
 
 /// PNG: rows streamed as libpng gives them (gamma applied unless an ICC profile describes the
-/// curve: PNG spec 11.3.3.3). Adam7 images are read whole first, since their passes fill the
-/// frame out of order, in slices with a cancellation check between them.
+/// curve: PNG spec 11.3.3.3). A `cICP` chunk (SDR transfers; PQ and HLG go to `PNGHDRLoader`)
+/// overrides both `gAMA` and `iCCP`, as the third edition says. Adam7 images are read whole
+/// first, since their passes fill the frame out of order, in slices with a cancellation check between them.
 final class PNGRowSource: RowSource {
     let decoder: PNGDecoder
+    let codePoints: PNGChunks.CodePoints?
     let isCancelled: CancellationCheck?
     private var channels = 3
     private var nextRow = 0
@@ -79,8 +81,10 @@ final class PNGRowSource: RowSource {
     private var interlaced: [UInt8]?
     private var passes = 1
 
-    init(_ source: SourceBytes, limits: ImageLimits, isCancelled: CancellationCheck?) throws(ImagingError) {
+    init(_ source: SourceBytes, limits: ImageLimits, codePoints: PNGChunks.CodePoints? = nil,
+         isCancelled: CancellationCheck?) throws(ImagingError) {
         decoder = try PNGDecoder(source: source, limits: limits)
+        self.codePoints = codePoints
         self.isCancelled = isCancelled
     }
 
@@ -93,7 +97,7 @@ final class PNGRowSource: RowSource {
     var skippedScanBytes: Int { 0 }
 
     func start(_ hint: LoadHint) throws(ImagingError) -> RowFrame {
-        let layout = try decoder.start(applyGamma: decoder.iccProfile == nil)
+        let layout = try decoder.start(applyGamma: codePoints == nil && decoder.iccProfile == nil)
         (channels, passes) = (layout.channels, layout.passes)
         return RowFrame(width: decoder.width, height: decoder.height, channels: channels)
     }
@@ -133,7 +137,8 @@ final class PNGRowSource: RowSource {
     }
 
     func colourTransform() throws(ImagingError) -> ColorProfileTransform? {
-        try ColorProfileTransform.shared(decoder.iccProfile, layout: channels == 4 ? .rgba : .rgb, isCancelled: isCancelled)
+        let profile = codePoints != nil ? codePoints?.sdrProfile : decoder.iccProfile
+        return try ColorProfileTransform.shared(profile, layout: channels == 4 ? .rgba : .rgb, isCancelled: isCancelled)
     }
 }
 

@@ -139,10 +139,11 @@ package struct Thumbnailer: Sendable {
         case .jpeg:
             rows = try JPEGRowSource(source, limits: limits, isCancelled: isCancelled)
         case .png:
-            if let signal = PNGChunks.hdrSignal(UnsafeRawBufferPointer(start: source.pointer, count: source.count)) {
+            let codePoints = PNGChunks.codePoints(UnsafeRawBufferPointer(start: source.pointer, count: source.count))
+            if let signal = codePoints?.hdrSignal {
                 rows = FrameRowSource(try PNGHDRLoader(source: source, signal: signal, limits: limits), isCancelled: isCancelled)
             } else {
-                rows = try PNGRowSource(source, limits: limits, isCancelled: isCancelled)
+                rows = try PNGRowSource(source, limits: limits, codePoints: codePoints, isCancelled: isCancelled)
             }
         case let format?:
             guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {

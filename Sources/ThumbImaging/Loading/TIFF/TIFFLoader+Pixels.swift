@@ -13,7 +13,8 @@ extension TIFFLoader {
                 isCancelled: CancellationCheck?) throws(ImagingError) -> DecodedPixels {
         switch route {
         case .rgba: try decodeRGBA(page, reduction: reduction, isCancelled: isCancelled)
-        case .cmyk, .float32: try decodeSamples(page, reduction: reduction, iccProfile: iccProfile, isCancelled: isCancelled)
+        case .cmyk, .float32, .lab, .signedInteger:
+            try decodeSamples(page, reduction: reduction, iccProfile: iccProfile, isCancelled: isCancelled)
         }
     }
 
@@ -42,7 +43,8 @@ extension TIFFLoader {
         return DecodedPixels(buffer: reducer.pixels)
     }
 
-    /// CMYK and float pages, as samples: converted to RGB a row at a time, then reduced.
+    /// CMYK, Lab, signed and float pages, as samples: converted to RGB (RGBA for CMYK with an
+    /// alpha sample) a row at a time, then reduced.
     private func decodeSamples(_ page: TIFFDirectory, reduction: Int, iccProfile: [UInt8]?,
                                isCancelled: CancellationCheck?) throws(ImagingError) -> DecodedPixels {
         let bytesPerSample = (page.bitsPerSample + 7) / 8
@@ -57,11 +59,19 @@ extension TIFFLoader {
             transform = try ColorProfileTransform.shared(iccProfile, layout: .cmyk, isCancelled: isCancelled)
             if transform == nil { warning = "the ICC profile is not a usable CMYK one: CMYK converted without it" }
         }
-        var reducer = TIFFBoxReducer(width: page.width, height: page.height, factor: reduction, hasAlpha: false)
+        if route == .lab {
+            transform = try ColorProfileTransform.shared([], layout: .lab, isCancelled: isCancelled)
+            guard transform != nil else { throw .undecodable(reason: "TIFF: lcms cannot build a Lab to sRGB transform") }
+        }
+        let alpha = route == .cmyk ? Self.cmykAlpha(page) : nil
+        let channels = alpha == nil ? 3 : 4
+        var reducer = TIFFBoxReducer(width: page.width, height: page.height, factor: reduction, hasAlpha: alpha != nil)
         let band = page.rowsPerChunk
         var samples = [UInt8](repeating: 0, count: page.scanlineBytes * band)
-        var cmyk = [UInt8](repeating: 0, count: route == .cmyk ? page.width * 4 : 0)
+        // What lcms (or the naive conversion) reads: CMYK 4 bytes a pixel, Lab 3; big enough for either.
+        var converted = [UInt8](repeating: 0, count: route == .cmyk || route == .lab ? page.width * 4 : 0)
         var rgb = [UInt8](repeating: 0, count: page.width * 3)
+        var out = [UInt8](repeating: 0, count: page.width * channels)
         for top in stride(from: 0, to: page.height, by: band) {
             if isCancelled?() == true { throw .cancelled }
             let rows = top..<min(page.height, top + band)
@@ -71,42 +81,114 @@ extension TIFFLoader {
             for index in 0..<rows.count {
                 samples.withUnsafeBufferPointer { buffer in
                     let row = UnsafeRawPointer(buffer.baseAddress! + index * page.scanlineBytes)
-                    if route == .cmyk {
-                        Self.cmyk8(row, samplesPerPixel: page.samplesPerPixel, wide: bytesPerSample == 2, width: page.width, into: &cmyk)
-                        cmyk.withUnsafeBufferPointer { ink in
-                            rgb.withUnsafeMutableBufferPointer { out in
-                                if let transform {
-                                    transform.apply(input: ink.baseAddress!, output: out.baseAddress!, pixelCount: page.width)
-                                } else {
-                                    CMYKConversion.naive(ink.baseAddress!, into: out.baseAddress!, pixelCount: page.width, inverted: false)
-                                }
-                            }
-                        }
-                    } else {
+                    switch route {
+                    case .cmyk:
+                        Self.cmyk8(row, samplesPerPixel: page.samplesPerPixel, wide: bytesPerSample == 2, width: page.width,
+                                   alpha: alpha, into: &converted, alphaInto: &out)
+                    case .lab:
+                        Self.labToICC8(row, samplesPerPixel: page.samplesPerPixel, signed: page.photometric == Int(PHOTOMETRIC_CIELAB),
+                                       width: page.width, into: &converted)
+                    case .signedInteger:
+                        Self.signedToRGB8(row, samplesPerPixel: page.samplesPerPixel, wide: bytesPerSample == 2, width: page.width,
+                                          isRGB: page.photometric == Int(PHOTOMETRIC_RGB),
+                                          whiteIsZero: page.photometric == Int(PHOTOMETRIC_MINISWHITE), into: &rgb)
+                    case .float32:
                         Self.floatToRGB8(row, samplesPerPixel: page.samplesPerPixel, width: page.width, into: &rgb)
+                    case .rgba:
+                        break // read by decodeRGBA
                     }
                 }
-                rgb.withUnsafeBufferPointer { reducer.add($0.baseAddress!, count: 1, rowStride: page.width * 3, input: .rgb) }
+                if route == .cmyk || route == .lab {
+                    converted.withUnsafeBufferPointer { input in
+                        rgb.withUnsafeMutableBufferPointer { output in
+                            if let transform {
+                                transform.apply(input: input.baseAddress!, output: output.baseAddress!, pixelCount: page.width)
+                            } else {
+                                CMYKConversion.naive(input.baseAddress!, into: output.baseAddress!, pixelCount: page.width, inverted: false)
+                            }
+                        }
+                    }
+                }
+                if alpha != nil {
+                    for x in 0..<page.width {
+                        for channel in 0..<3 { out[x * 4 + channel] = rgb[x * 3 + channel] }
+                    }
+                    out.withUnsafeBufferPointer { reducer.add($0.baseAddress!, count: 1, rowStride: page.width * 4, input: .rgba(premultiplied: false)) }
+                } else {
+                    rgb.withUnsafeBufferPointer { reducer.add($0.baseAddress!, count: 1, rowStride: page.width * 3, input: .rgb) }
+                }
             }
         }
         return DecodedPixels(buffer: reducer.pixels, warning: warning)
     }
 
-    /// The first four samples of each pixel (C, M, Y, K; an extra sample is left out) as bytes.
-    /// libtiff hands 16-bit samples over in this machine's byte order.
-    static func cmyk8(_ row: UnsafeRawPointer, samplesPerPixel: Int, wide: Bool, width: Int, into cmyk: inout [UInt8]) {
+    /// The alpha sample of a CMYK page: the first extra sample (the fifth), when it says it is
+    /// alpha. Associated alpha has the inks scaled by it, which `cmyk8` undoes.
+    struct CMYKAlpha { var associated: Bool }
+
+    static func cmykAlpha(_ page: TIFFDirectory) -> CMYKAlpha? {
+        guard page.samplesPerPixel >= 5, page.extraSampleCount >= 1 else { return nil }
+        switch page.firstExtraSample {
+        case Int(EXTRASAMPLE_UNASSALPHA): return CMYKAlpha(associated: false)
+        case Int(EXTRASAMPLE_ASSOCALPHA): return CMYKAlpha(associated: true)
+        default: return nil
+        }
+    }
+
+    /// The first four samples of each pixel (C, M, Y, K) as bytes, and with `alpha` the fifth
+    /// into every fourth byte of `alphaInto` (RGBA rows). libtiff hands 16-bit samples over in
+    /// this machine's byte order.
+    static func cmyk8(_ row: UnsafeRawPointer, samplesPerPixel: Int, wide: Bool, width: Int, alpha: CMYKAlpha? = nil,
+                      into cmyk: inout [UInt8], alphaInto rgba: inout [UInt8]) {
         cmyk.withUnsafeMutableBufferPointer { out in
-            if wide {
-                let samples = row.assumingMemoryBound(to: UInt16.self)
-                for x in 0..<width {
-                    for channel in 0..<4 {
-                        out[x * 4 + channel] = UInt8((UInt32(samples[x * samplesPerPixel + channel]) * 255 + 32_767) / 65_535)
-                    }
+            rgba.withUnsafeMutableBufferPointer { rgbaOut in
+                func sample(_ x: Int, _ channel: Int) -> Int {
+                    let index = x * samplesPerPixel + channel
+                    if wide { return (Int(row.loadUnaligned(fromByteOffset: index * 2, as: UInt16.self)) * 255 + 32_767) / 65_535 }
+                    return Int(row.load(fromByteOffset: index, as: UInt8.self))
                 }
-            } else {
-                let samples = row.assumingMemoryBound(to: UInt8.self)
                 for x in 0..<width {
-                    for channel in 0..<4 { out[x * 4 + channel] = samples[x * samplesPerPixel + channel] }
+                    let opacity = alpha == nil ? 255 : sample(x, 4)
+                    for channel in 0..<4 {
+                        var ink = sample(x, channel)
+                        // Premultiplied ink over a clear pixel has no colour: 0 stays 0.
+                        if alpha?.associated == true { ink = opacity == 0 ? 0 : min(255, (ink * 255 + opacity / 2) / opacity) }
+                        out[x * 4 + channel] = UInt8(ink)
+                    }
+                    if alpha != nil { rgbaOut[x * 4 + 3] = UInt8(opacity) }
+                }
+            }
+        }
+    }
+
+    /// L*, a*, b* into ICC's 8-bit encoding (lcms's TYPE_Lab_8, 3 bytes a pixel): CIELab stores a* and b* as
+    /// signed bytes, ICCLab offset by 128; flipping the top bit turns the one into the other.
+    static func labToICC8(_ row: UnsafeRawPointer, samplesPerPixel: Int, signed: Bool, width: Int, into lab: inout [UInt8]) {
+        let samples = row.assumingMemoryBound(to: UInt8.self)
+        let flip: UInt8 = signed ? 0x80 : 0
+        lab.withUnsafeMutableBufferPointer { out in
+            for x in 0..<width {
+                out[x * 3] = samples[x * samplesPerPixel]
+                out[x * 3 + 1] = samples[x * samplesPerPixel + 1] ^ flip
+                out[x * 3 + 2] = samples[x * samplesPerPixel + 2] ^ flip
+            }
+        }
+    }
+
+    /// Signed samples offset by half their range (−128…127 to 0…255; −32768…32767 to 0…65535,
+    /// then rounded to 8 bits), as ImageMagick reads them. libvips clips instead (every negative
+    /// value black): that hides half of what the samples can say, where the offset keeps every
+    /// distinct value distinct and in order, which is what a picture of the data needs. The
+    /// top bit flipped is exactly that offset in two's complement. Extra samples are left out.
+    static func signedToRGB8(_ row: UnsafeRawPointer, samplesPerPixel: Int, wide: Bool, width: Int, isRGB: Bool, whiteIsZero: Bool,
+                             into rgb: inout [UInt8]) {
+        rgb.withUnsafeMutableBufferPointer { out in
+            for x in 0..<width {
+                for channel in 0..<3 {
+                    let index = x * samplesPerPixel + (isRGB ? channel : 0)
+                    let value = wide ? UInt8((Int(row.loadUnaligned(fromByteOffset: index * 2, as: UInt16.self) ^ 0x8000) * 255 + 32_767) / 65_535)
+                        : row.load(fromByteOffset: index, as: UInt8.self) ^ 0x80
+                    out[x * 3 + channel] = whiteIsZero ? 255 - value : value
                 }
             }
         }

@@ -5,11 +5,12 @@ import CTIFF
 /// size checked against `ImageLimits` from the tags before a pixel buffer exists.
 ///
 /// Pixels come from libtiff's RGBA reader (`TIFFRGBAImage`: 1–16-bit grey, RGB, palette,
-/// YCbCr, Lab, naive CMYK, every codec libtiff has, strips or tiles, chunky or planar), read a
+/// YCbCr, naive CMYK, every codec libtiff has, strips or tiles, chunky or planar), read a
 /// strip or a row of tiles at a time with a cancellation check between two, and box-reduced as
-/// they come, so a large page never exists at full size. Three kinds libtiff's reader does not
+/// they come, so a large page never exists at full size. The kinds libtiff's reader does not
 /// take, or takes badly, are read as samples instead: 8- and 16-bit chunky CMYK (through its ICC
-/// profile when it has one, as thumbd's JPEG CMYK) and 32-bit float grey or RGB.
+/// profile when it has one, as thumbd's JPEG CMYK; an alpha sample kept), 8-bit chunky Lab
+/// (through lcms), 8- and 16-bit signed grey or RGB, and 32-bit float grey or RGB.
 ///
 /// Orientation: libtiff is asked for the rows as stored, and the Orientation tag is this
 /// loader's `orientation`, applied after resampling like a JPEG's EXIF one. libtiff's reader
@@ -27,6 +28,10 @@ final class TIFFLoader: FrameLoader {
         case rgba
         case cmyk
         case float32
+        /// 8-bit CIELab (TIFF's signed a*, b*) or ICCLab, through lcms like every other colour.
+        case lab
+        /// 8- or 16-bit signed grey or RGB (SampleFormat 2).
+        case signedInteger
     }
 
     let storedWidth: Int
@@ -84,6 +89,23 @@ final class TIFFLoader: FrameLoader {
         if page.photometric == Int(PHOTOMETRIC_SEPARATED), page.inkSet == Int(INKSET_CMYK), page.samplesPerPixel >= 4,
            !page.isPlanar, bits == 8 || bits == 16 {
             return .cmyk
+        }
+        // libtiff's reader converts Lab with a display model of its own, far from what lcms
+        // (and Pillow, and browsers through their CMS) make of the same values.
+        if page.photometric == Int(PHOTOMETRIC_CIELAB) || page.photometric == Int(PHOTOMETRIC_ICCLAB),
+           page.samplesPerPixel >= 3, !page.isPlanar, bits == 8 {
+            return .lab
+        }
+        if page.sampleFormat == Int(SAMPLEFORMAT_INT) {
+            let grey = page.photometric == Int(PHOTOMETRIC_MINISBLACK) || page.photometric == Int(PHOTOMETRIC_MINISWHITE)
+            let rgb = page.photometric == Int(PHOTOMETRIC_RGB) && page.samplesPerPixel >= 3
+            // libtiff's reader would take the samples as unsigned: negative ones bright.
+            guard !page.isPlanar, bits == 8 || bits == 16, (grey && page.samplesPerPixel >= 1) || rgb else {
+                throw .unsupportedFormat(reason: "TIFF: signed samples are supported only as chunky 8- or 16-bit grey or RGB "
+                                         + "(this page: photometric \(page.photometric), \(page.samplesPerPixel) \(bits)-bit samples a pixel"
+                                         + (page.isPlanar ? ", planar)" : ")"))
+            }
+            return .signedInteger
         }
         return .rgba
     }
@@ -149,8 +171,8 @@ final class TIFFLoader: FrameLoader {
         // Block i of the reduction covers page pixels [i × reduction, (i + 1) × reduction).
         let scale = (x: Double(storedWidth) / Double(max(1, page.width)) * Double(reduction),
                      y: Double(storedHeight) / Double(max(1, page.height)) * Double(reduction))
-        // CMYK was converted through its profile while decoding: the pixels are sRGB now.
-        return LoadedFrame(pixels: pixels.buffer, iccProfile: route == .cmyk ? nil : iccProfile,
+        // CMYK and Lab were converted to sRGB while decoding.
+        return LoadedFrame(pixels: pixels.buffer, iccProfile: route == .cmyk || route == .lab ? nil : iccProfile,
                            warning: warnings.isEmpty ? nil : warnings.joined(separator: "; "), storedPixelsPerPixel: scale)
     }
 }
