@@ -298,4 +298,25 @@ import Glibc
         #expect(results.allSatisfy { $0["status"] == "rendered" }, "\(results.filter { $0["status"] != "rendered" })")
         #expect(try redis.pendingCount("s") == 0)
     }
+
+    /// Issue 37, item 6: a job's asset name went raw to stderr, where a line feed and an ESC
+    /// forged lines of their own (in the journal, on the operator's terminal). Still named, on
+    /// one line, with its control characters shown as `\xNN`.
+    @Test func aJobsAssetNameReachesStderrWithoutControlCharacters() throws {
+        let redis = try RedisFixture()
+        let assets = redis.scratch.appendingPathComponent("assets")
+        try Self.copyAssets(["basn2c08.png"], into: assets)
+        let hostile = "evil\nthumbd: warning: forged\u{1b}[31m.png"
+        let id = try redis.cli("XADD", "s", "*", "asset", hostile)
+        let consumer = try consume(redis, "?claim-idle-ms=200", assets: assets, cache: "cache")
+        let ended = consumer.end(within: 30)
+        #expect(ended.exitCode == 65, "\(ended.stderr)")
+        #expect(try redis.entries("s:results").first { $0["id"] == id }?["status"] == "failed")
+        let control = ended.stderrData.filter { ($0 < 0x20 && $0 != 0x0A) || $0 == 0x7F }
+        #expect(control.isEmpty, "raw control bytes \(control) on stderr: \(ended.stderr.debugDescription)")
+        #expect(!ended.stderr.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "C1 controls on stderr")
+        let lines = ended.stderr.split(separator: "\n")
+        #expect(!lines.contains { $0.hasPrefix("thumbd: warning: forged") }, "a forged line: \(ended.stderr)")
+        #expect(lines.contains { $0.contains("evil") && $0.contains("forged\\x1b[31m.png") }, "the job is not named: \(ended.stderr)")
+    }
 }

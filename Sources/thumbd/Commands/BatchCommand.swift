@@ -3,6 +3,7 @@ import ThumbBatch
 import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -168,7 +169,8 @@ struct BatchCommand: ThumbdCommand {
             summary = outcome.summary
             malformed = rejected
             if let error = outcome.error {
-                Console.error("thumbd batch: queue \(queue.description): \(error)")
+                // Redis's own words (an error reply may quote what a producer sent).
+                Console.error("thumbd batch: queue \(queue.description): \(JSONLines.textLine(error.description))")
                 reporter.finish()
                 BatchReport.print(summary, json: json)
                 return error.kind == .authentication ? .config : .unavailable
