@@ -30,12 +30,20 @@ extension BatchRunner {
     }
 
     /// Writes the thumbnail into the output tree (temporary name, fsync, rename) stamped with
-    /// the source's mtime: a killed run never leaves a partial file. Nil on success.
+    /// the source's mtime: a killed run never leaves a partial file, and what it left under a
+    /// temporary name goes once a later run writes into that folder. Nil on success.
     func writeOutput(_ task: Task, _ thumbnail: CachedThumbnail) -> Failure? {
         guard let path = outputPath(task, format: thumbnail.format) else { return nil }
         let sourceTime = FileSystem.modificationTime(assetRoot + "/" + task.asset)
         do {
-            if let slash = path.lastIndex(of: "/") { try FileSystem.createFolders(String(path[..<slash])) }
+            if let slash = path.lastIndex(of: "/") {
+                let folder = String(path[..<slash])
+                try FileSystem.createFolders(folder)
+                let removed = staleTemporaries.sweepOnce(folder)
+                if removed > 0 {
+                    pipeline.configuration.log.notice("removed \(removed) temporary file(s) left in \(folder) by a writer that is gone")
+                }
+            }
             try AtomicFile.replace(path, with: thumbnail.bytes, modificationTime: sourceTime)
             return nil
         } catch {

@@ -50,6 +50,9 @@ package final class BatchRunner {
     let assetRoot: String
     let maxInFlight: Int
     package var progress: ((Summary, _ expected: Int?) -> Void)?
+    /// The output folders this runner has written into, each swept once of the temporary files
+    /// of writers that died (a run killed with -9 before this one).
+    var staleTemporaries = StaleTemporaryFiles()
 
     package init(pipeline: ThumbnailPipeline, catalog: SlotCatalog, defaultKinds: [String], outputTree: String?) {
         self.pipeline = pipeline

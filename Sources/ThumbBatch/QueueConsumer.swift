@@ -30,8 +30,8 @@ package final class QueueConsumer: @unchecked Sendable {
     }
 
     /// What a run did, and why it ended early: nil when the stream was drained (once) or the
-    /// lifecycle stopped (following), else Redis's error (a reply error, refused credentials,
-    /// or, once, a lost connection).
+    /// lifecycle stopped (following), else Redis's error (a reply error, refused credentials):
+    /// a lost connection is waited out, not an end.
     package struct Outcome {
         package var summary: BatchRunner.Summary
         package var error: RedisError?

@@ -18,9 +18,11 @@ package import ThumbSystem
 /// decodable image, no such asset, malformed), go to `STREAM:dead` with the reason.
 ///
 /// Two ways to consume: once (`thumbd batch --queue`: until the stream is drained), or
-/// following (`--follow`, the daemon's `"queue"`): a blocking read waits for work, a lost
-/// connection is retried (`RedisReconnect`) until `lifecycle` stops, and the job that was in
-/// hand is acknowledged after the reconnect by the same script, so exactly-once still holds.
+/// following (`--follow`, the daemon's `"queue"`: a blocking read waits for work, until
+/// `lifecycle` stops). Either way a lost connection is retried (`RedisReconnect`) and the job
+/// that was in hand is acknowledged after the reconnect by the same script, so exactly-once
+/// still holds: a drain that a Redis restart ended with 69 left the rest of the stream undone
+/// for no reason a retry could not cure.
 ///
 /// One owner thread (the runner's).
 package final class RedisQueue {
@@ -121,10 +123,10 @@ package final class RedisQueue {
     }
 
 
-    /// One command. A follower whose connection is lost reconnects (backing off, until the
+    /// One command. A consumer whose connection is lost reconnects (backing off, until the
     /// lifecycle stops) and runs it again: every command here may run twice (the finish script
-    /// checks the job is still ours; a read again delivers what a lost reply held, see
-    /// `rereadOwnPending`).
+    /// checks the job is still ours, so a finish whose reply was lost adds no second result; a
+    /// read again delivers what a lost reply held, see `rereadOwnPending`).
     private func command(_ arguments: [String], operation: String? = nil) throws(RedisError) -> RedisValue {
         var rejoined = false
         while true {
@@ -140,7 +142,7 @@ package final class RedisQueue {
                     rejoined = true
                     try Self.joinGroup(live, address)
                 }
-            } catch where error.kind == .connection && follows {
+            } catch where error.kind == .connection {
                 connection = nil
                 reconnect.lost(error, log: log, address: address)
             }

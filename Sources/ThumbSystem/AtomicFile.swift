@@ -7,13 +7,38 @@ package enum AtomicFile {
     /// Creates `path` (it must not exist), writes `bytes`, optionally sets its modification
     /// time, and fsyncs. On failure the file is removed.
     package static func writeNew(_ path: String, _ bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
+        try write(path, bytes, modificationTime: modificationTime, locked: false, then: nil)
+    }
+
+    /// Replaces (or creates) `path`: a temporary name in the same folder, fsync, rename.
+    /// Readers see the old file or the whole new one, never a part.
+    /// The temporary file is `flock`ed from its creation until it is renamed: a later run that
+    /// sweeps the temporary files of dead writers (`StaleTemporaryFiles` in ThumbBatch) must not
+    /// take a live writer's for a dead one's, and on another host or in another PID namespace
+    /// the PID in the name tells it nothing.
+    package static func replace(_ path: String, with bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = "\(folder.isEmpty ? "/" : folder)/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        try write(temporary, bytes, modificationTime: modificationTime, locked: true) { () throws(SystemError) in
+            try systemCall("rename \(temporary) to \(path)") { rename(temporary, path) }
+        }
+    }
+
+    /// `then` runs once the bytes are durable, before the descriptor (and its lock) is closed;
+    /// after it succeeded, `path` is no longer this file's name and a failure removes nothing.
+    private static func write(_ path: String, _ bytes: [UInt8], modificationTime: timespec?, locked: Bool,
+                              then finish: (() throws(SystemError) -> Void)?) throws(SystemError) {
         let fd = try systemCall("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+        var finished = false
         do throws(SystemError) {
+            if locked { _ = try systemCall("lock \(path)") { flock(fd, LOCK_EX) } }
             var offset = 0
             while offset < bytes.count {
                 offset += try bytes.withUnsafeBytes { buffer in
                     Result { () throws(SystemError) in
-                        try systemCall("write \(path)") { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                        try systemCall("write \(path)") { Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
                     }
                 }.get()
             }
@@ -22,26 +47,19 @@ package enum AtomicFile {
                 try systemCall("set the time of \(path)") { futimens(fd, &times) }
             }
             try systemCall("fsync \(path)") { fsync(fd) }
-            try systemCall("close \(path)") { close(fd) }
+            if let finish {
+                try finish()
+                finished = true
+                // The bytes were fsynced before the rename: a failing close loses nothing.
+                _ = close(fd)
+            } else {
+                try systemCall("close \(path)") { close(fd) }
+            }
         } catch {
-            _ = close(fd)
-            _ = try? systemCall("unlink \(path)") { unlink(path) }
-            throw error
-        }
-    }
-
-    /// Replaces (or creates) `path`: a temporary name in the same folder, fsync, rename.
-    /// Readers see the old file or the whole new one, never a part.
-    package static func replace(_ path: String, with bytes: [UInt8], modificationTime: timespec? = nil) throws(SystemError) {
-        let slash = path.lastIndex(of: "/")
-        let folder = slash.map { String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = "\(folder.isEmpty ? "/" : folder)/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        try writeNew(temporary, bytes, modificationTime: modificationTime)
-        do throws(SystemError) {
-            try systemCall("rename \(temporary) to \(path)") { rename(temporary, path) }
-        } catch {
-            _ = try? systemCall("unlink \(temporary)") { unlink(temporary) }
+            if !finished {
+                _ = close(fd)
+                _ = try? systemCall("unlink \(path)") { unlink(path) }
+            }
             throw error
         }
     }

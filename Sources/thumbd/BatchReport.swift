@@ -1,6 +1,7 @@
 import Foundation
 import ThumbBatch
 import ThumbImaging
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,10 +45,13 @@ final class ProgressReporter {
 /// The summary at the end of a batch: text, or JSON with `--json`.
 enum BatchReport {
     static func print(_ summary: BatchRunner.Summary, json: Bool) {
-        // Asset names and reasons come from job files and queues: each line stays short.
+        // Asset names, kinds and reasons come from job files, spool file names and queues: each
+        // line stays short, and stays one line (a line feed or an ESC in a job's asset name must
+        // not forge a line of its own in the journal, nor repaint the operator's terminal).
         for failure in summary.failures {
-            Console.error("thumbd: \(DisplayText.truncated(failure.asset)) [\(DisplayText.truncated(failure.kind, maxBytes: 60))]: "
-                          + DisplayText.truncated(failure.reason, maxBytes: 400))
+            Console.error("thumbd: " + JSONLines.textLine("\(DisplayText.truncated(failure.asset)) "
+                                                          + "[\(DisplayText.truncated(failure.kind, maxBytes: 60))]: "
+                                                          + DisplayText.truncated(failure.reason, maxBytes: 400)))
         }
         if json {
             let object: [String: Any] = [

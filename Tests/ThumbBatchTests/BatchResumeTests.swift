@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import ThumbTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `thumbd batch DIR --out-dir OUT` killed with SIGKILL mid-run: no partial outputs, and a rerun
 /// finishes exactly the rest ("idempotent and resumable").
@@ -96,5 +99,49 @@ import ThumbTestSupport
         let output = try FileManager.default.attributesOfItem(atPath: scratch.path("out") + "/normal@1x/a/one.jpg.jpg")
         #expect((output[.modificationDate] as? Date).map { abs($0.timeIntervalSince(later)) < 0.01 } == true,
                 "the output's mtime is the source's")
+    }
+
+    /// Issue 37, item 12: a run killed with -9 in the middle of a write leaves its
+    /// `.NAME.PID.RAND.tmp`, and the resumed run left it there for good. The resumed run removes
+    /// the temporary files of writers that are gone from each folder it writes into, and nobody
+    /// else's: not those of a PID that is alive (another program now, or another run writing the
+    /// same tree), not a locked one (a writer on another host or in another PID namespace, whose
+    /// PID means nothing here), not names of any other form.
+    @Test func aResumedRunRemovesTheTemporaryFilesOfWritersThatAreGone() throws {
+        let scratch = try ScratchDirectory("batch-stale-tmp")
+        let assets = scratch.path("assets")
+        let names = try Batch.copyLargeJPEGs(into: assets, scratch: scratch, count: 12)
+        let out = scratch.path("out")
+        let arguments = [assets, "--out-dir", out, "--cache", scratch.path("cache"), "--kinds", "large", "--workers", "1", "--json"]
+        let first = try BatchProcess(arguments, scratch: scratch)
+        let reached = Batch.waitUntil(first, timeout: 180) { Batch.files(under: out).visible.count >= 2 }
+        first.kill9()
+        let killed = first.wait()
+        try #require(reached && killed.signal == 9, "the first run was not killed mid-run: \(killed.describeText)")
+        let folder = out + "/large@1x"
+        let unfinished = try #require(names.first { !FileManager.default.fileExists(atPath: "\(folder)/\($0).jpg") },
+                                      "the kill came after the last output")
+        // Where a SIGKILL lands is chance: what it leaves when it lands in a write is made here,
+        // named after the killed run.
+        let dead = first.pid
+        let abandoned = ".\(unfinished).jpg.\(dead).3141592653.tmp"
+        let sleeper = try ChildProcess("/bin/sleep", ["600"])
+        defer { sleeper.kill() }
+        let kept = [".\(unfinished).jpg.\(sleeper.pid).1.tmp", ".\(unfinished).jpg.\(dead).2.tmp", ".\(unfinished).jpg.tmp",
+                    ".notes.\(dead).x.tmp", "..\(dead).5.tmp", ".\(unfinished).jpg.\(dead).99999999999.tmp"]
+        for name in [abandoned] + kept { try Data("partial".utf8).write(to: URL(fileURLWithPath: folder + "/" + name)) }
+        let lock = open(folder + "/" + kept[1], O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0 && flock(lock, LOCK_EX) == 0)
+        defer { close(lock) }
+        // Past the sweep's grace (a writer between creating its file and locking it is left be).
+        Thread.sleep(forTimeInterval: 1.5)
+
+        let second = try Batch.run(arguments, scratch: scratch, timeout: 300)
+        #expect(second.exitCode == 0, second.describe)
+        #expect(second.summary.map { $0.rendered + $0.upToDate } == names.count, second.describe)
+        let hidden = Set(Batch.names(folder).filter { $0.hasPrefix(".") })
+        #expect(!hidden.contains(abandoned), "the killed run's temporary file is still there: \(hidden.sorted())")
+        #expect(hidden == Set(kept), "removed \(Set(kept).subtracting(hidden).sorted()), left \(hidden.subtracting(kept).sorted())")
+        #expect(second.stderr.contains("temporary file(s) left in \(folder) by a writer that is gone"), second.describe)
     }
 }

@@ -250,4 +250,73 @@ import Glibc
         #expect(child.end(within: 20).exitCode == 69, "stderr: \(child.stderr)")
         #expect(child.stderr.contains("127.0.0.1:\(fixture.port)") && child.stderr.lowercased().contains("refused"), "\(child.stderr)")
     }
+
+    /// Issue 37, item 10: a drain (no `--follow`) met a Redis restart with exit 69 ("finish job
+    /// …: Server closed the connection"), the rest of the stream undone. It waits Redis out with
+    /// the follower's backoff and ends when the stream is drained: 0, every job one result (those
+    /// in hand when the connection dropped too), nothing pending.
+    @Test func aDrainRidesOutARedisRestartAndLeavesEveryJobOneResult() throws {
+        let redis = try RedisFixture(appendOnly: true)
+        let valid = Array(try Self.validPNGSuite().prefix(120))
+        let assets = redis.scratch.appendingPathComponent("assets")
+        try Self.copyAssets(valid, into: assets)
+        let ids = try redis.cli(stdin: valid.map { "XADD s * job '{\"asset\": \"\($0)\"}'\n" }.joined()).split(separator: "\n").map(String.init)
+        try #require(ids.count == valid.count)
+        let consumer = try consume(redis, "?claim-idle-ms=60000", assets: assets, cache: "cache")
+        let name = Self.consumerName(consumer.pid)
+        // Frozen once it has finished some jobs and holds others: the restart lands mid-drain.
+        var held: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, consumer.isRunning {
+            kill(consumer.pid, SIGSTOP)
+            if (Int(try redis.cli("XLEN", "s:results")) ?? 0) >= 5 {
+                held = try redis.pendingDetails("s").filter { $0.consumer == name }.map(\.id)
+                if !held.isEmpty { break }
+            }
+            kill(consumer.pid, SIGCONT)
+            usleep(3_000)
+        }
+        try #require(!held.isEmpty && consumer.isRunning, "could not freeze the consumer with jobs in hand: \(consumer.stderr.suffix(400))")
+        let resultsBefore = try redis.entries("s:results").count
+        redis.killServer()
+        kill(consumer.pid, SIGCONT)
+        // It meets a dead server (its finishes and reads fail) for a while before Redis is back.
+        #expect(poll(timeout: .seconds(30)) { consumer.stderr.contains("connection lost") || !consumer.isRunning },
+                "\(consumer.stderr.suffix(400))")
+        usleep(500_000)
+        try redis.restartServer()
+        let ended = consumer.end(within: 120)
+        #expect(ended.exitCode == 0, "exit \(String(describing: ended.exitCode)) after a Redis restart: \(ended.stderr.suffix(600))")
+        #expect(ended.stderr.contains("connected after"), "\(ended.stderr.suffix(600))")
+        let results = try redis.entries("s:results")
+        var perID: [String: Int] = [:]
+        for result in results { perID[result["id"] ?? "?", default: 0] += 1 }
+        #expect(resultsBefore < ids.count, "the restart came after the drain")
+        #expect(Set(perID.keys) == Set(ids), "\(perID.count) of \(ids.count) jobs have a result")
+        #expect(perID.values.allSatisfy { $0 == 1 }, "jobs with more than one result: \(perID.filter { $0.value != 1 })")
+        for id in held { #expect(perID[id] == 1, "job \(id), in hand at the restart: \(perID[id] ?? 0) results") }
+        #expect(results.allSatisfy { $0["status"] == "rendered" }, "\(results.filter { $0["status"] != "rendered" })")
+        #expect(try redis.pendingCount("s") == 0)
+    }
+
+    /// Issue 37, item 6: a job's asset name went raw to stderr, where a line feed and an ESC
+    /// forged lines of their own (in the journal, on the operator's terminal). Still named, on
+    /// one line, with its control characters shown as `\xNN`.
+    @Test func aJobsAssetNameReachesStderrWithoutControlCharacters() throws {
+        let redis = try RedisFixture()
+        let assets = redis.scratch.appendingPathComponent("assets")
+        try Self.copyAssets(["basn2c08.png"], into: assets)
+        let hostile = "evil\nthumbd: warning: forged\u{1b}[31m.png"
+        let id = try redis.cli("XADD", "s", "*", "asset", hostile)
+        let consumer = try consume(redis, "?claim-idle-ms=200", assets: assets, cache: "cache")
+        let ended = consumer.end(within: 30)
+        #expect(ended.exitCode == 65, "\(ended.stderr)")
+        #expect(try redis.entries("s:results").first { $0["id"] == id }?["status"] == "failed")
+        let control = ended.stderrData.filter { ($0 < 0x20 && $0 != 0x0A) || $0 == 0x7F }
+        #expect(control.isEmpty, "raw control bytes \(control) on stderr: \(ended.stderr.debugDescription)")
+        #expect(!ended.stderr.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "C1 controls on stderr")
+        let lines = ended.stderr.split(separator: "\n")
+        #expect(!lines.contains { $0.hasPrefix("thumbd: warning: forged") }, "a forged line: \(ended.stderr)")
+        #expect(lines.contains { $0.contains("evil") && $0.contains("forged\\x1b[31m.png") }, "the job is not named: \(ended.stderr)")
+    }
 }

@@ -3,6 +3,7 @@ import Testing
 import ThumbPipeline
 import ThumbSystem
 import ThumbConfiguration
+import ThumbTestSupport
 @testable import ThumbBatch
 
 /// What a follower meets from a Redis that is up but not well (`FakeRedis`): "not now" replies,
@@ -92,5 +93,50 @@ import ThumbConfiguration
         #expect(lines.all.filter { $0.contains("connection lost") }.count == 1, "\(lines.all)")
         #expect(counters.snapshot.reconnects == 1 && !counters.snapshot.connected)
         #expect(waits >= fake.connections - 1, "the watchdog's heartbeat while waiting: \(waits)")
+    }
+
+    /// Issue 37, item 10: a draining consumer (no `--follow`) whose connection drops while it
+    /// finishes a job (a Redis restart) ran "finish job …: Server closed the connection" into
+    /// exit 69. It reconnects with the follower's backoff and runs the same finish again.
+    @Test func aDrainingQueueFinishesTheJobInHandOnANewConnection() throws {
+        let fake = try FakeRedis { connection, arguments in
+            switch FakeRedis.name(arguments) {
+            case "XGROUP": return Self.ok
+            case "EVAL": return connection == 1 ? nil : ":1\r\n" // the first connection drops on it
+            default: return nil
+            }
+        }
+        defer { fake.close() }
+        let lines = Lines()
+        let counters = RedisQueueCounters()
+        let address = try RedisQueueAddress(validating: "redis://127.0.0.1:\(fake.port)/s")
+        let queue = try RedisQueue(address: address, log: PipelineLog { _, line in lines.append(line) }, counters: counters)
+        #expect(!queue.follows)
+        try queue.finish(id: "1-0", asset: "a.png", failure: nil, deadLetter: false)
+        let finishes = fake.commands.filter { FakeRedis.name($0) == "EVAL" }
+        #expect(finishes.count == 2 && finishes.first == finishes.last, "the same finish, run again: \(finishes.count)")
+        #expect(fake.connections == 2)
+        let snapshot = counters.snapshot
+        #expect(snapshot.rendered == 1 && snapshot.reconnects == 1 && snapshot.connected, "\(snapshot)")
+        #expect(lines.all.contains { $0.contains("connection lost") } && lines.all.contains { $0.contains("connected after") }, "\(lines.all)")
+    }
+
+    /// What makes running a finish again safe: the script adds a result and acknowledges only
+    /// while the job is pending on this consumer, so a finish whose reply was lost with the
+    /// connection, run again, adds no second result.
+    @Test func aFinishRunAgainAddsNoSecondResult() throws {
+        let redis = try RedisFixture()
+        try redis.cli("XADD", "s", "*", "asset", "a.png")
+        let counters = RedisQueueCounters()
+        let queue = try RedisQueue(address: try RedisQueueAddress(validating: "redis://127.0.0.1:\(redis.port)/s"), counters: counters)
+        guard case .job(let job) = try queue.next(mayWait: false), let id = job.origin else {
+            throw TestFailure("the queue handed out no job")
+        }
+        try queue.finish(id: id, asset: job.asset, failure: nil, deadLetter: false)
+        try queue.finish(id: id, asset: job.asset, failure: nil, deadLetter: false)
+        let results = try redis.entries("s:results")
+        #expect(results.count == 1 && results.first?["id"] == id, "\(results)")
+        #expect(try redis.pendingCount("s") == 0)
+        #expect(counters.snapshot.rendered == 1)
     }
 }

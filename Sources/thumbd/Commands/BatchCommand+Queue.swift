@@ -76,7 +76,7 @@ extension BatchCommand {
                 queue = try RedisQueue(address: address, credentials: credentials, log: log, counters: counters)
             }
         } catch {
-            Console.error("thumbd batch: queue \(address.description): \(error)")
+            Console.error("thumbd batch: queue \(address.description): \(JSONLines.textLine(error.description))")
             return .failed(error.kind == .authentication ? .config : .unavailable)
         }
         let consumer = QueueConsumer(queue: queue, runner: runner, log: log)

@@ -3,6 +3,7 @@ import ThumbBatch
 import ThumbConfiguration
 import ThumbImaging
 import ThumbPipeline
+import ThumbSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,9 +21,10 @@ struct BatchCommand: ThumbdCommand {
           --jobs FILE|-  JSON lines: {"asset": "path/under/assets.jpg", "kinds": ["large"], "scale": 2, "format": "webp"}
           --spool DIR    claim job files from DIR/incoming (moved to claimed/, then done/ or failed/)
           --queue URL    redis://[USER@]HOST:PORT/STREAM[?password-file=PATH&group=G&claim-idle-ms=N&max-deliveries=N]:
-                         a consumer of the group "thumbd" (Redis Streams); without it, the config's "queue"
+                         a consumer of the group "thumbd" (Redis Streams) until the stream is drained, which
+                         reconnects with backoff when Redis goes away; --follow without it: the config's "queue"
           --follow       with a queue: wait for jobs (a blocking read) instead of ending when the stream is drained,
-                         reconnect when Redis goes away, stop on SIGTERM or SIGINT (the jobs in hand finish); under
+                         stop on SIGTERM or SIGINT (the jobs in hand finish); under
                          systemd (Type=notify): READY=1, STATUS with the counts and the group's lag, WATCHDOG=1
           --metrics-listen ADDRESS  with --follow: GET /metrics (the thumbd_stream_* families) on a loopback
                          address, 127.0.0.1:PORT or [::1]:PORT
@@ -37,7 +39,7 @@ struct BatchCommand: ThumbdCommand {
         The cache keeps to the config's cache.diskBytes (default 2 GiB), evicting the least recently
         used: a batch larger than it keeps only its last thumbnails, and says so.
         exit status: 0 all rendered (or --follow stopped by a signal); 64 usage; 65 some inputs failed (the rest
-        rendered); 66 no such folder; 69 Redis unreachable or refused a command; 73 cannot open the cache; 75 another
+        rendered); 66 no such folder; 69 Redis unreachable at the start or refused a command; 73 cannot open the cache; 75 another
         thumbd has the cache folder open; 78 bad config (or Redis refused the credentials).
         """
 
@@ -167,7 +169,8 @@ struct BatchCommand: ThumbdCommand {
             summary = outcome.summary
             malformed = rejected
             if let error = outcome.error {
-                Console.error("thumbd batch: queue \(queue.description): \(error)")
+                // Redis's own words (an error reply may quote what a producer sent).
+                Console.error("thumbd batch: queue \(queue.description): \(JSONLines.textLine(error.description))")
                 reporter.finish()
                 BatchReport.print(summary, json: json)
                 return error.kind == .authentication ? .config : .unavailable
