@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ThumbPipeline
+import ThumbSystem
 
 extension DeepTree {
     /// The same number of folders and files as a chain of `folders` levels, but one level deep:
@@ -132,7 +133,7 @@ extension DeepTree {
         let removed = Set(table.removeTree("a"))
         #expect(removed == [2, 3, 4, 7], "a, a/b, a/b/c and a/\u{301}x (a combining mark after the slash: byte-wise under a)")
         #expect(Set(table.wds.keys) == ["", "a b", "a0", "ab", "é", "é/a", "x/y/z"])
-        #expect(Set(table.paths.values) == Set(table.wds.keys))
+        #expect(Set(table.paths.values.map { ExactPath($0) }) == Set(table.wds.keys))
         #expect(table.children["a"] == nil && table.children["a/b"] == nil)
         #expect(table.children[""] == ["a b", "a0", "ab", "é", "x"], "\(table.children)")
         #expect(table.children["x"] == ["x/y"], "the chain to x/y/z stays whole, x has no watch")
@@ -141,6 +142,19 @@ extension DeepTree {
         #expect(table.children["x"] == nil && table.children["x/y"] == nil && table.children[""] == ["a b", "a0", "ab", "é"])
         _ = table.removeTree("")
         #expect(table.wds.isEmpty && table.paths.isEmpty && table.children.isEmpty)
+    }
+
+    /// Two spellings of one name are two folders: each keeps its own watch, and removing one
+    /// tree leaves the other's.
+    @Test func unicodeTwinsAreTwoWatches() {
+        var table = WatchTable()
+        _ = table.insert(wd: 1, path: "")
+        #expect(table.insert(wd: 2, path: "caf\u{E9}") == nil)
+        #expect(table.insert(wd: 3, path: "cafe\u{301}") == nil, "the NFD folder's watch replaced the NFC one's")
+        #expect(table.insert(wd: 4, path: "cafe\u{301}/sub") == nil)
+        #expect(table.wds[ExactPath("caf\u{E9}")] == 2 && table.wds[ExactPath("cafe\u{301}")] == 3)
+        #expect(table.removeTree("caf\u{E9}") == [2])
+        #expect(table.wds[ExactPath("cafe\u{301}")] == 3 && table.wds[ExactPath("cafe\u{301}/sub")] == 4)
     }
 
     @Test func aWatchRenamedInPlaceMovesInTheIndex() {

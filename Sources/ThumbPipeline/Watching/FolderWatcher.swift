@@ -171,7 +171,7 @@ package final class FolderWatcher: @unchecked Sendable {
     }
 
     /// The watched folders (relative; "" is the root), sorted. For tests and diagnostics.
-    var watchedFolders: [String] { table.withLock { $0.wds.keys.sorted() } }
+    var watchedFolders: [String] { table.withLock { $0.wds.keys.map(\.text).sorted() } }
 
     // MARK: - Watcher thread
 
