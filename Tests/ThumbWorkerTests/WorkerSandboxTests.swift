@@ -41,7 +41,12 @@ import Glibc
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker.pid)/fd/3").hasPrefix("socket:"))
         let environment = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(worker.pid)/environ")).split(separator: 0)
             .map { String(decoding: $0, as: UTF8.self) }
-        #expect(environment == ["SWIFT_BACKTRACE=enable=no", "THUMBD_WORKER_MEMORY_BYTES=\(WorkerFixture.memoryLimitBytes)"])
+        // The launch's environment and nothing else. Debian 12's glibc parses GLIBC_TUNABLES in
+        // place, ending each tunable at its ':' with a NUL, so /proc may show the heap tunables
+        // one per string.
+        let launched = ["SWIFT_BACKTRACE=enable=no", "THUMBD_WORKER_MEMORY_BYTES=\(WorkerFixture.memoryLimitBytes)"]
+        let parsedInPlace = launched + WorkerLaunch.heapTunables.split(separator: ":").map(String.init)
+        #expect(environment == launched + [WorkerLaunch.heapTunables] || environment == parsedInPlace, "\(environment)")
     }
 
     @Test func listsNameWhatTheFilterAllowsAndRefuses() {
