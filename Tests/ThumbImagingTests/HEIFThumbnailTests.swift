@@ -48,6 +48,12 @@ struct HEIFThumbnailTests {
         #expect(serves(381, 512, shrink: 40) && serves(387, 512, shrink: 40))   // 0.78% off either way
         #expect(!serves(380, 512, shrink: 40) && !serves(388, 512, shrink: 40)) // 1.04% off
         #expect(!serves(12240, 16320, shrink: 2))          // not smaller than the primary
+        // Issue 37 item 7: another picture listed as the thumbnail, larger and of another shape.
+        #expect(!serves(1197, 1227, shrink: 8, primary: (564, 870)) && !serves(1227, 1197, shrink: 8, primary: (564, 870)))
+        // Smaller along one axis but larger along the other (aspect within the 1%): not a
+        // scaled copy of the primary, never used (the rule said "smaller along either axis").
+        #expect(!serves(999, 1009, shrink: 8, primary: (1000, 1000)) && !serves(1009, 999, shrink: 8, primary: (1000, 1000)))
+        #expect(serves(995, 999, shrink: 8, primary: (1000, 1000)))
         #expect(!serves(0, 512, shrink: 40) && !serves(384, 512, shrink: .nan) && !serves(384, 512, shrink: .infinity))
     }
 

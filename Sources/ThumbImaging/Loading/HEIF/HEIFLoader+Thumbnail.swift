@@ -33,15 +33,18 @@ extension HEIFLoader {
     }
 
     /// Whether a thumbnail of the given displayed size can stand in for a primary image of its
-    /// displayed size when the plan allows a reduction of `maxShrink`: smaller than the primary,
-    /// at least `primary / maxShrink` along both axes, and of the same aspect ratio within
+    /// displayed size when the plan allows a reduction of `maxShrink`: smaller than the primary
+    /// (larger along neither axis), at least `primary / maxShrink` along both axes, and of the same aspect ratio within
     /// `thumbnailAspectTolerance`.
     static func thumbnailServes(primaryWidth: Int, primaryHeight: Int, thumbnailWidth: Int, thumbnailHeight: Int,
                                 maxShrink: Double) -> Bool {
         guard primaryWidth > 0, primaryHeight > 0, thumbnailWidth > 0, thumbnailHeight > 0, maxShrink.isFinite else {
             return false
         }
-        guard thumbnailWidth < primaryWidth || thumbnailHeight < primaryHeight else { return false }
+        // Smaller: along one axis at least, and larger along neither (within the aspect
+        // tolerance, one axis smaller and the other larger is another picture).
+        guard thumbnailWidth <= primaryWidth, thumbnailHeight <= primaryHeight,
+              thumbnailWidth < primaryWidth || thumbnailHeight < primaryHeight else { return false }
         let neededWidth = Double(primaryWidth) / maxShrink
         let neededHeight = Double(primaryHeight) / maxShrink
         guard Double(thumbnailWidth) >= neededWidth, Double(thumbnailHeight) >= neededHeight else { return false }
