@@ -1,4 +1,5 @@
 package import ThumbImaging
+import ThumbSystem
 
 /// One listed asset: its path and the placeholder the index holds for it, if any.
 package struct ListedAsset: Sendable, Equatable {
@@ -14,6 +15,6 @@ extension ThumbnailPipeline {
     package func listAssets(prefix: String, after: String, limit: Int) -> [ListedAsset] {
         let paths = stores.listing.page(prefix: prefix, after: after, limit: limit)
         let stored = stores.placeholders.stored(ofAssets: paths)
-        return paths.map { ListedAsset(path: $0, placeholder: stored[$0]?.placeholder) }
+        return paths.map { ListedAsset(path: $0, placeholder: stored[ExactPath($0)]?.placeholder) }
     }
 }

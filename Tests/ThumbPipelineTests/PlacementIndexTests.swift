@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ThumbImaging
 @testable import ThumbPipeline
+import ThumbSystem
 
 /// Attention placements in the index (schema 5's `placeholders.placements`) and through the
 /// pipeline: the render that places a version's crop stores where, and later renders of that
@@ -84,7 +85,7 @@ import ThumbImaging
         let asset = "img0.jpg" // Landscape_1.jpg, 1800x1200: a square crop has room to move
         let first = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 3, format: .jpeg)).result.get()
         let version = try pipeline.assets.resolve(asset).version
-        let row = try #require(pipeline.stores.placeholders.stored(ofAssets: [asset])[asset])
+        let row = try #require(pipeline.stores.placeholders.stored(ofAssets: [asset])[ExactPath(asset)])
         let placement = try #require(row.placements.first)
         #expect(row.placements.count == 1 && placement.shape == "a1:144x144c")
         let crop = try #require(first.crop)
@@ -99,7 +100,7 @@ import ThumbImaging
         #expect(first.crop?.x != 0, "attention placed the crop at the left edge: the check above proves nothing")
         // Another shape (@2x) is placed by its own first render and added beside it.
         _ = try await pipeline.thumbnail(.init(assetPath: asset, kind: Self.avatar, scale: 2, format: .jpeg)).result.get()
-        let shapes = pipeline.stores.placeholders.stored(ofAssets: [asset])[asset]?.placements.map(\.shape)
+        let shapes = pipeline.stores.placeholders.stored(ofAssets: [asset])[ExactPath(asset)]?.placements.map(\.shape)
         #expect(shapes == ["a1:144x144c", "a1:96x96c"])
         #expect(pipeline.metrics.placeholdersComputed == 1)
     }
@@ -113,7 +114,7 @@ import ThumbImaging
         var row: StoredPlaceholder?
         for _ in 0..<400 where row?.placements.count != 2 {
             try await Task.sleep(for: .milliseconds(25))
-            row = pipeline.stores.placeholders.stored(ofAssets: [asset])[asset]
+            row = pipeline.stores.placeholders.stored(ofAssets: [asset])[ExactPath(asset)]
         }
         let placements = try #require(row?.placements)
         #expect(Set(placements.map(\.shape)) == ["a1:144x144c", "a1:96x96c"], "\(placements)")
@@ -131,6 +132,6 @@ import ThumbImaging
         // A decode a client waits on places nothing beside its own request.
         let other = "img5.jpg"
         _ = try await pipeline.thumbnail(.init(assetPath: other, kind: PipelineFixture.large, scale: 1)).result.get()
-        #expect(pipeline.stores.placeholders.stored(ofAssets: [other])[other]?.placements ?? [] == [])
+        #expect(pipeline.stores.placeholders.stored(ofAssets: [other])[ExactPath(other)]?.placements ?? [] == [])
     }
 }

@@ -117,6 +117,19 @@ struct ServeSeamTests {
             let secondSize = try size(second)
             #expect(firstSize[0] < firstSize[1] && secondSize[0] > secondSize[1], "\(second) was served \(first)'s thumbnail: \(firstSize), \(secondSize)")
             #expect(try size(second) == secondSize && size(first) == firstSize)
+            // Their placeholders: one member each (a dictionary keyed by `String` kept one), each its own.
+            let names = [first, second].map { $0.removingPercentEncoding! + ".jpg" }
+            let asked = try daemon.request("/v1/placeholders", method: "POST", body: "{\"assets\":[\"\(names[0])\",\"\(names[1])\"]}")
+            let body = Array(asked.text.utf8)
+            func member(_ name: String) -> String? {
+                let key = Array("\"\(name)\":{".utf8)
+                guard let start = (0...(body.count - key.count)).first(where: { body[$0..<($0 + key.count)].elementsEqual(key) }) else { return nil }
+                let rest = body[(start + key.count)...]
+                return String(decoding: rest.prefix { $0 != UInt8(ascii: "}") }, as: UTF8.self)
+            }
+            let members = names.map(member)
+            #expect(asked.status == 200 && members.allSatisfy { $0?.contains("\"ready\"") == true } && members[0] != members[1],
+                    "\(asked.summary)")
         }
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }

@@ -1,5 +1,6 @@
 import Synchronization
 package import ThumbImaging
+import ThumbSystem
 
 /// What the pipeline knows of one asset's placeholder.
 package enum PlaceholderState: Sendable, Equatable {
@@ -63,7 +64,7 @@ package final class AssetPlaceholders: Sendable {
         var renders: [(absolutePath: String, version: AssetVersion)] = []
         for index in paths.indices where states[index] == nil {
             guard let found = resolved[index] else { continue }
-            if let row = stored[found.version.path], row.version == found.version.description {
+            if let row = stored[ExactPath(found.version.path)], row.version == found.version.description {
                 states[index] = .known(row.placeholder, version: Self.versionTag(row.version))
                 hits += 1
             } else if let failure = stores.failures.failure(for: found.version) {
@@ -86,7 +87,7 @@ package final class AssetPlaceholders: Sendable {
     /// The placeholder of the version a thumbnail was rendered from, if the index has it (no
     /// file status read: the key's descriptor names the version).
     package func placeholder(of thumbnail: CachedThumbnail) -> Placeholder? {
-        guard let row = stores.placeholders.stored(ofAssets: [thumbnail.key.assetPath])[thumbnail.key.assetPath],
+        guard let row = stores.placeholders.stored(ofAssets: [thumbnail.key.assetPath])[ExactPath(thumbnail.key.assetPath)],
               thumbnail.key.descriptor.hasPrefix("v\(CacheKey.pipelineVersion)|\(row.version)|") else { return nil }
         return row.placeholder
     }

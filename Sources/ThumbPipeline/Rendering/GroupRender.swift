@@ -83,7 +83,7 @@ struct GroupRender: Sendable {
     /// (the index has none for this version; at any cost unless a client waits at `.visible`
     /// and nobody asked for it).
     func decodeOrder(_ group: RenderGroup, of asset: AssetVersion) -> (requests: [ThumbnailRequest], placeholder: PlaceholderDemand) {
-        let row = stores.placeholders.stored(ofAssets: [asset.path])[asset.path]
+        let row = stores.placeholders.stored(ofAssets: [asset.path])[ExactPath(asset.path)]
         let current = row?.version == asset.description ? row : nil
         let requests = group.jobs.map { job in
             var request = job.request

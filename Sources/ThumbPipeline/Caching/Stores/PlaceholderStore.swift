@@ -1,4 +1,5 @@
 package import ThumbImaging
+package import ThumbSystem
 
 /// A placeholder as the index keeps it: valid for the one asset version it was computed from.
 package struct StoredPlaceholder: Sendable, Equatable {
@@ -58,22 +59,23 @@ package final class PlaceholderStore: PlaceholderKeeping {
 
     /// The placeholder of exactly this version, or nil (none yet, or one of another version).
     package func placeholder(of asset: AssetVersion) -> Placeholder? {
-        guard let stored = stored(ofAssets: [asset.path])[asset.path], stored.version == asset.description else { return nil }
+        guard let stored = stored(ofAssets: [asset.path])[ExactPath(asset.path)], stored.version == asset.description else { return nil }
         return stored.placeholder
     }
 
     /// The stored rows of these paths, whatever version they belong to (the caller compares
-    /// with the version it resolved): one prepared statement reused under one lock.
-    package func stored(ofAssets paths: [String]) -> [String: StoredPlaceholder] {
-        index.state.withLock { (state: inout CacheIndex.State) -> [String: StoredPlaceholder] in
+    /// with the version it resolved): one prepared statement reused under one lock. By path as
+    /// bytes, as SQLite compares them: NFC and NFD twins are two rows.
+    package func stored(ofAssets paths: [String]) -> [ExactPath: StoredPlaceholder] {
+        index.state.withLock { (state: inout CacheIndex.State) -> [ExactPath: StoredPlaceholder] in
             guard let database = state.database else { return [:] }
-            var found: [String: StoredPlaceholder] = [:]
+            var found: [ExactPath: StoredPlaceholder] = [:]
             do throws(SQLiteError) {
-                for path in paths.prefix(Self.maxPlaceholderLookupPaths) where found[path] == nil {
+                for path in paths.prefix(Self.maxPlaceholderLookupPaths) where found[ExactPath(path)] == nil {
                     try database.query("SELECT version, thumbhash, average_rgba, placements FROM placeholders WHERE asset_path = ?",
                                        [.text(path)]) { row in
                         if let placeholder = Self.placeholder(hash: row.blob(1), packed: row.integer(2)) {
-                            found[path] = StoredPlaceholder(version: row.text(0), placeholder: placeholder,
+                            found[ExactPath(path)] = StoredPlaceholder(version: row.text(0), placeholder: placeholder,
                                                             placements: Self.placements(text: row.text(3)))
                         }
                     }
@@ -171,7 +173,7 @@ package protocol PlaceholderKeeping: AnyObject, Sendable {
     /// The placeholder of exactly this version, or nil.
     func placeholder(of asset: AssetVersion) -> Placeholder?
     /// The stored rows of these paths, whatever version they belong to.
-    func stored(ofAssets paths: [String]) -> [String: StoredPlaceholder]
+    func stored(ofAssets paths: [String]) -> [ExactPath: StoredPlaceholder]
     /// Adds placements to the row of exactly `asset`'s version.
     func addPlacements(_ placements: [AttentionPlacement], of asset: AssetVersion)
 }
