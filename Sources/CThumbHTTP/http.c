@@ -76,7 +76,7 @@ static enum MHD_Result CThumb_CountFraming(void *context, enum MHD_ValueKind kin
 int CThumb_HTTPFramingIsAmbiguous(struct MHD_Connection *connection) {
     struct CThumb_FramingCount count = {0, 0};
     MHD_get_connection_values(connection, MHD_HEADER_KIND, CThumb_CountFraming, &count);
-    return count.contentLengths > 1 || (count.contentLengths > 0 && count.transferEncodings > 0) ? 1 : 0;
+    return count.contentLengths > 1 || count.transferEncodings > 1 || (count.contentLengths > 0 && count.transferEncodings > 0) ? 1 : 0;
 }
 
 int CThumb_SocketIsUnix(int descriptor) {

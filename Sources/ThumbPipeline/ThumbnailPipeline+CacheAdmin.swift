@@ -1,4 +1,5 @@
 package import ThumbImaging
+import ThumbSystem
 
 /// Cache administration while serving (`GET /v1/cache/stats`, `DELETE /v1/cache`): the disk
 /// purge and the memory cache agree at once. A render of a purged asset that was running stores
@@ -20,7 +21,7 @@ extension ThumbnailPipeline {
     /// The same for every asset under `folder`.
     package func purgeCache(under folder: String, keepingFailures: Bool = false) -> CachePurge {
         let purge = stores.thumbnails.purge(under: folder, keepingFailures: keepingFailures)
-        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
+        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path.text) }
         return purge
     }
 
@@ -29,7 +30,7 @@ extension ThumbnailPipeline {
     /// on the next hit).
     package func purgeCache(kind: SlotKind, scale: Int? = nil) -> CachePurge {
         let purge = stores.thumbnails.purge(kindMarker: CacheKey.kindMarker(kind), scale: scale)
-        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path) }
+        for path in purge.assetPaths { memory.removeThumbnails(ofAsset: path.text) }
         return purge
     }
 }

@@ -33,7 +33,13 @@ package enum AtomicFile {
         let fd = try systemCall("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
         var finished = false
         do throws(SystemError) {
-            if locked { _ = try systemCall("lock \(path)") { flock(fd, LOCK_EX) } }
+            // Best effort: the lock only tells a later sweep that a writer is alive; a file
+            // system without flock (ENOLCK, EOPNOTSUPP, EINVAL) must not fail the write itself.
+            if locked {
+                do throws(SystemError) {
+                    _ = try systemCall("lock \(path)") { flock(fd, LOCK_EX) }
+                } catch where [ENOLCK, EOPNOTSUPP, EINVAL].contains(error.errno) {}
+            }
             var offset = 0
             while offset < bytes.count {
                 offset += try bytes.withUnsafeBytes { buffer in

@@ -2,11 +2,21 @@ import Foundation
 import Testing
 import ThumbImaging
 @testable import ThumbPipeline
+import ThumbSystem
 
 /// `thumbd cache` and `/v1/cache` at the index: counts, purges by asset and folder that say what
 /// they removed, and a verification of a cache whose files and index disagree.
 @Suite struct CacheAdminTests {
     let fixture = try! DiskCacheFixture()
+
+    @Test("a folder's purge names NFC and NFD twins apart, so the memory cache drops both (a String set kept one)")
+    func aPurgeNamesTwinsApart() throws {
+        let cache = try ThumbnailStore(directory: fixture.directory, byteBudget: 1 << 30)
+        let twins = ["x/caf\u{E9}.jpg", "x/cafe\u{301}.jpg"]
+        for path in twins { try cache.insert(DiskCacheFixture.thumbnail(cache, DiskCacheFixture.key(path), size: 100)) }
+        let purge = cache.purge(under: "x")
+        #expect(purge.entries == 2 && purge.assetPaths.count == 2 && Set(twins.map { ExactPath($0) }) == purge.assetPaths, "\(purge)")
+    }
 
     @Test("statistics count the index; purges by asset and by folder say what went, and it is gone")
     func statisticsAndPurges() throws {
@@ -87,7 +97,7 @@ import ThumbImaging
         let before = cache.index.removalTransactions
         // Two rows a hold: five avatars cannot go in fewer than three transactions.
         let purge = cache.purge(kindMarker: CacheKey.kindMarker(avatar), batchRows: 2)
-        #expect(purge.entries == 5 && purge.bytes == 50 && purge.assetPaths == Set((0..<5).map { "b/\($0).jpg" }), "\(purge)")
+        #expect(purge.entries == 5 && purge.bytes == 50 && purge.assetPaths == Set((0..<5).map { ExactPath("b/\($0).jpg") }), "\(purge)")
         #expect(cache.index.removalTransactions - before >= 3)
         for key in avatars { #expect(cache.thumbnail(for: key) == nil) }
         for key in grids { #expect(cache.thumbnail(for: key) != nil) }

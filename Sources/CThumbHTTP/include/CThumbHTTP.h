@@ -47,7 +47,7 @@ void *CThumb_HTTPConnectionContext(struct MHD_Connection *connection);
 int CThumb_PeerCredentials(int descriptor, uid_t *uid, gid_t *gid, gid_t *groups, int *groupCount);
 
 /// Whether a request's body framing is ambiguous: Content-Length given more than once, or with
-/// Transfer-Encoding. 1: ambiguous (answer 400 and close: a proxy in front may have read another
+/// Transfer-Encoding, or Transfer-Encoding more than once. 1: ambiguous (answer 400 and close: a proxy in front may have read another
 /// body length than libmicrohttpd, and the rest would be taken for the next request), 0: not.
 int CThumb_HTTPFramingIsAmbiguous(struct MHD_Connection *connection);
 

@@ -31,7 +31,7 @@ extension MemoryCache {
         /// By asset path, as bytes (`ExactPath`): two spellings of one name are two files.
         var records: [ExactPath: AssetRecord] = [:]
         /// Folders holding vouched assets, and their ancestors (see `MemoryCache+Vouches`).
-        var folders: [String: FolderNode] = [:]
+        var folders: [ExactPath: FolderNode] = [:]
         var newest = -1
         var oldest = -1
         /// Bytes of the entries, records, vouches and folder nodes; the tables' own storage is

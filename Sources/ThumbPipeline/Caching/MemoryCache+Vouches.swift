@@ -31,10 +31,10 @@ extension MemoryCache {
     /// A folder with vouched assets, or an ancestor of one: how a folder's removal finds the
     /// vouches under it without a scan of them all.
     struct FolderNode {
-        /// Vouched assets directly in it (full relative paths).
-        var assets: Set<String> = []
-        /// Child folders in the tree (full relative paths).
-        var subfolders: Set<String> = []
+        /// Vouched assets directly in it (full relative paths, as bytes: twins are two).
+        var assets: Set<ExactPath> = []
+        /// Child folders in the tree (full relative paths, as bytes).
+        var subfolders: Set<ExactPath> = []
         var isEmpty: Bool { assets.isEmpty && subfolders.isEmpty }
     }
 
@@ -158,7 +158,9 @@ extension MemoryCache.State {
     /// The parent folder of a relative path ("" for the root).
     static func folder(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
-        return String(path[..<slash])
+        // Cut at the byte: a String subscript would round a '/' inside a Character (after a
+        // prepend mark) down to that Character's start, and name another folder.
+        return String(Substring(path.utf8[..<slash]))
     }
 
     mutating func dropVouch(of path: String, in record: inout MemoryCache.AssetRecord) {
@@ -183,12 +185,12 @@ extension MemoryCache.State {
         var child = path
         var isAsset = true
         while true {
-            let existed = folders[folder] != nil
-            var node = folders.removeValue(forKey: folder) ?? MemoryCache.FolderNode()
+            let existed = folders[ExactPath(folder)] != nil
+            var node = folders.removeValue(forKey: ExactPath(folder)) ?? MemoryCache.FolderNode()
             if existed { itemBytes -= MemoryCache.Accounting.folderBytes(folder, node) }
-            if isAsset { node.assets.insert(child) } else { node.subfolders.insert(child) }
+            if isAsset { node.assets.insert(ExactPath(child)) } else { node.subfolders.insert(ExactPath(child)) }
             itemBytes += MemoryCache.Accounting.folderBytes(folder, node)
-            folders[folder] = node
+            folders[ExactPath(folder)] = node
             // An existing node is linked to its parent already; the root has none.
             if existed || folder.isEmpty { return }
             child = folder
@@ -201,12 +203,12 @@ extension MemoryCache.State {
         var folder = Self.folder(of: path)
         var child = path
         var isAsset = true
-        while var node = folders.removeValue(forKey: folder) {
+        while var node = folders.removeValue(forKey: ExactPath(folder)) {
             itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
-            if isAsset { node.assets.remove(child) } else { node.subfolders.remove(child) }
+            if isAsset { node.assets.remove(ExactPath(child)) } else { node.subfolders.remove(ExactPath(child)) }
             guard node.isEmpty else {
                 itemBytes += MemoryCache.Accounting.folderBytes(folder, node)
-                folders[folder] = node
+                folders[ExactPath(folder)] = node
                 return
             }
             if folder.isEmpty { return }
@@ -217,13 +219,13 @@ extension MemoryCache.State {
     }
 
     mutating func dropVouches(underFolder top: String) {
-        guard folders[top] != nil else { return }
+        guard folders[ExactPath(top)] != nil else { return }
         var pending = [top]
         while let folder = pending.popLast() {
-            guard let node = folders.removeValue(forKey: folder) else { continue }
+            guard let node = folders.removeValue(forKey: ExactPath(folder)) else { continue }
             itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
-            for path in node.assets { clearVouch(of: path) }
-            pending.append(contentsOf: node.subfolders)
+            for path in node.assets { clearVouch(of: path.text) }
+            pending.append(contentsOf: node.subfolders.map(\.text))
         }
         // Unlink the removed folder from its parent (and prune ancestors left empty).
         if !top.isEmpty { removeSubfolder(top) }
@@ -233,12 +235,12 @@ extension MemoryCache.State {
         var child = folder
         while true {
             let parent = Self.folder(of: child)
-            guard var node = folders.removeValue(forKey: parent) else { return }
+            guard var node = folders.removeValue(forKey: ExactPath(parent)) else { return }
             itemBytes -= MemoryCache.Accounting.folderBytes(parent, node)
-            node.subfolders.remove(child)
+            node.subfolders.remove(ExactPath(child))
             guard node.isEmpty else {
                 itemBytes += MemoryCache.Accounting.folderBytes(parent, node)
-                folders[parent] = node
+                folders[ExactPath(parent)] = node
                 return
             }
             if parent.isEmpty { return }
@@ -248,8 +250,8 @@ extension MemoryCache.State {
 
     mutating func dropAllVouches() {
         for (folder, node) in folders {
-            itemBytes -= MemoryCache.Accounting.folderBytes(folder, node)
-            for path in node.assets { clearVouch(of: path) }
+            itemBytes -= MemoryCache.Accounting.folderBytes(folder.text, node)
+            for path in node.assets { clearVouch(of: path.text) }
         }
         folders = [:]
         updateTableBytes()

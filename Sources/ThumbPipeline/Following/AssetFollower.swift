@@ -87,7 +87,8 @@ final class AssetFollower: Sendable {
         case .removedFolder(let folder):
             removalsSeen.add(1, ordering: .relaxed)
             // The folder's rows only (a range of the index), dropped in one transaction.
-            for path in stores.thumbnails.removeThumbnails(under: folder) { memory.removeThumbnails(ofAsset: path) }
+            // By bytes: twins in the folder each lose their memory entries (and vouches).
+            for path in stores.thumbnails.purge(under: folder).assetPaths { memory.removeThumbnails(ofAsset: path.text) }
             stores.focus.removeFocus(under: folder)
             stores.listing.remove(under: folder)
         case .rescan:
@@ -155,9 +156,10 @@ final class AssetFollower: Sendable {
         var checked = 0
         func isUncertain(_ path: String) -> Bool {
             if rootUnreadable || unreadable.contains(path) { return true }
+            // By bytes: a '/' joined to a mark is still a separator (`ExactPath.components`).
             var prefix = Substring(path)
-            while let slash = prefix.lastIndex(of: "/") {
-                prefix = prefix[..<slash]
+            while let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")) {
+                prefix = Substring(prefix.utf8[..<slash])
                 if unreadable.contains(String(prefix)) { return true }
             }
             return false
@@ -175,7 +177,8 @@ final class AssetFollower: Sendable {
                 gone(head)
                 indexed.advance()
             }
-            if indexed.peek() == version.path { indexed.advance() }
+            // Bytes, as the index orders them: an NFC row is not the NFD file the walk found.
+            if let head = indexed.peek(), head.utf8.elementsEqual(version.path.utf8) { indexed.advance() }
             seen.append(version.path)
             if seen.count >= Self.reconcileBacklogBatch { listSeen() }
             if needsPrerender(version) {
@@ -209,7 +212,7 @@ final class AssetFollower: Sendable {
     /// Whether a path the walk did not list is an asset after all: written since its folder
     /// was listed (a regular file of an image's name, nothing hidden on its way).
     func isAssetNow(_ path: String) -> Bool {
-        let components = path.split(separator: "/")
+        let components = ExactPath.components(path)
         guard let name = components.last, AssetNames.isImageName(name), !components.contains(where: AssetNames.isHidden),
               !AssetNames.isExcluded(relative: path, in: assets) else { return false }
         var status = stat()

@@ -1,4 +1,5 @@
 import ThumbImaging
+package import ThumbSystem
 
 /// What operators ask of a cache, from the daemon (`GET /v1/cache/stats`, `DELETE /v1/cache`)
 /// or without one (`thumbd cache stats|purge|verify`): its contents counted, thumbnails removed
@@ -23,10 +24,10 @@ package struct CachePurge: Sendable, Equatable {
     package var entries = 0
     package var bytes = 0
     /// The assets it was asked to clear (and, for a folder, those it found): the memory cache
-    /// drops theirs.
-    package var assetPaths: Set<String> = []
+    /// drops theirs. As bytes: NFC and NFD twins are two assets, and each loses its entries.
+    package var assetPaths: Set<ExactPath> = []
 
-    package init(entries: Int = 0, bytes: Int = 0, assetPaths: Set<String> = []) {
+    package init(entries: Int = 0, bytes: Int = 0, assetPaths: Set<ExactPath> = []) {
         self.entries = entries
         self.bytes = bytes
         self.assetPaths = assetPaths

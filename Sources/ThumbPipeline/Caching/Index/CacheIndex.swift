@@ -158,7 +158,7 @@ package final class CacheIndex: @unchecked Sendable {
     // MARK: - Helpers (called with the lock held)
 
     /// Hands removed thumbnail rows' files to the reaper and takes them off the totals.
-    func retire(_ files: [(relative: String, size: Int)], of assetPaths: Set<String>, _ state: inout State) -> CachePurge {
+    func retire(_ files: [(relative: String, size: Int)], of assetPaths: Set<ExactPath>, _ state: inout State) -> CachePurge {
         for file in files {
             reaper.retire(directory + "/" + file.relative)
             state.totalBytes -= file.size

@@ -118,7 +118,7 @@ package final class FocusStore: FocusKeeping {
                 index.recover(from: error, &state)
                 throw CacheFiles.cacheError(operation, error)
             }
-            _ = index.retire(files, of: [assetPath], &state)
+            _ = index.retire(files, of: [ExactPath(assetPath)], &state)
             mirror.withLock { regions in
                 var loaded = regions ?? [:]
                 memo(&loaded)

@@ -228,7 +228,7 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
                 index.recover(from: error, &state)
                 return CachePurge()
             }
-            return index.retire(files, of: Set(assetPaths), &state)
+            return index.retire(files, of: Set(assetPaths.map { ExactPath($0) }), &state)
         }
     }
 
@@ -287,7 +287,7 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
     /// folder of 10k files is one commit, not 10k); returns those assets (for the memory cache).
     @discardableResult
     package func removeThumbnails(under folder: String) -> Set<String> {
-        purge(under: folder).assetPaths
+        Set(purge(under: folder).assetPaths.map(\.text))
     }
 
     /// `removeThumbnails(under:)`, saying what went.
@@ -295,16 +295,16 @@ package final class ThumbnailStore: ThumbnailCaching, @unchecked Sendable {
         let (condition, bounds) = CacheIndex.rangeCondition(under: folder)
         return index.state.withLock { (state: inout CacheIndex.State) -> CachePurge in
             guard let database = state.database else { return CachePurge() }
-            var paths: Set<String> = []
+            var paths: Set<ExactPath> = []
             var files: [(relative: String, size: Int)] = []
             do throws(SQLiteError) {
                 try database.transaction { () throws(SQLiteError) in
                     try database.query("SELECT asset_path, file_path, bytes FROM entries WHERE \(condition)", bounds) {
-                        paths.insert($0.text(0))
+                        paths.insert(ExactPath($0.text(0)))
                         files.append(($0.text(1), $0.int(2)))
                     }
                     if !keepingFailures {
-                        try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert($0.text(0)) }
+                        try database.query("SELECT asset_path FROM failures WHERE \(condition)", bounds) { paths.insert(ExactPath($0.text(0))) }
                     }
                     try database.execute("DELETE FROM entries WHERE \(condition)", bounds)
                     if !keepingFailures { try database.execute("DELETE FROM failures WHERE \(condition)", bounds) }
@@ -369,7 +369,7 @@ extension ThumbnailStore {
         index.state.withLock { (state: inout CacheIndex.State) -> (purge: CachePurge, nextPosition: String?) in
             guard let database = state.database else { return (CachePurge(), nil) }
             var digests: [String] = []
-            var paths: Set<String> = []
+            var paths: Set<ExactPath> = []
             var files: [(relative: String, size: Int)] = []
             var read = 0
             var last = position
@@ -392,7 +392,7 @@ extension ThumbnailStore {
                         // The scale follows the kind's part: "…|@3|jpeg|…".
                         if let scale, !descriptor[found.lowerBound...].contains("|@\(scale)|") { return }
                         digests.append(last)
-                        paths.insert(row.text(3))
+                        paths.insert(ExactPath(row.text(3)))
                         files.append((row.text(4), row.int(5)))
                     }
                     for digest in digests { try database.execute("DELETE FROM entries WHERE digest = ?", [.text(digest)]) }
