@@ -38,7 +38,7 @@ struct ServeSeamTests {
         #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("Content-Length twice, or with Transfer-Encoding: 400 and the connection closed, so nothing after the headers is read as a request")
+    @Test("Content-Length twice, or with Transfer-Encoding, or Transfer-Encoding twice: 400 and the connection closed, so nothing after the headers is read as a request")
     func ambiguousFramingIsRefusedAndClosed() throws {
         let daemon = try daemon()
         let endpoint = ServeEndpoint.unix(daemon.socket)
@@ -50,6 +50,7 @@ struct ServeSeamTests {
             "Content-Length: \(body.utf8.count + smuggled.utf8.count)\r\nContent-Length: \(body.utf8.count)\r\n",
             "Content-Length: \(body.utf8.count)\r\nTransfer-Encoding: chunked\r\n",
             "Transfer-Encoding: chunked\r\nContent-Length: \(body.utf8.count)\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
         ]
         for framing in framings {
             let request = "POST /v1/prefetch HTTP/1.1\r\nHost: thumbd\r\nContent-Type: application/json\r\n\(framing)\r\n\(body)\(smuggled)"
