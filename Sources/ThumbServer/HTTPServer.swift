@@ -165,22 +165,23 @@ package final class HTTPServer: @unchecked Sendable {
     fileprivate func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, upload: UnsafePointer<CChar>?,
                             uploadSize: UnsafeMutablePointer<Int>, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         if state.pointee == nil {
-            // Two body lengths: refused before any body is read, and the connection closed
-            // (an answer queued in this first call closes it), so nothing after the headers is
-            // ever read as another request. Request smuggling needs a proxy in front that
-            // read the other length; the shipped nginx refuses both, another proxy may not.
             let record = HTTPConnectionRecord.of(connection)
             // Beyond the listener's limit: answered at once, never left waiting, and closed.
             // Health and readiness probes are answered as usual: a monitoring agent that shares
-            // a uid or an address with a runaway client still sees the daemon.
+            // the socket's uid with a runaway client still sees the daemon.
             if let record, record.isOverLimit, !Self.isProbe(method: method, url: url) {
                 HTTPTransportMetrics.process.refusedOverLimit.add(1, ordering: .relaxed)
                 return queue(.error(503, "tooManyConnections", "this listener holds its connection limit: retry after 1 s",
                                     headers: [("Retry-After", "1")]), on: connection, closing: true)
             }
+            // Two body lengths: refused before any body is read, and the connection closed
+            // (an answer queued in this first call closes it), so nothing after the headers is
+            // ever read as another request. Request smuggling needs a proxy in front that
+            // read the other length; the shipped nginx refuses both, another proxy may not.
             if CThumb_HTTPFramingIsAmbiguous(connection) == 1 {
                 HTTPTransportMetrics.process.ambiguousFramingRefused.add(1, ordering: .relaxed)
-                return queue(.error(400, "ambiguousFraming", "Content-Length given twice, or with Transfer-Encoding: send one of them once"),
+                return queue(.error(400, "ambiguousFraming",
+                                    "Content-Length or Transfer-Encoding given twice, or both: send one of them once"),
                              on: connection, closing: true)
             }
             // Answer on the next call, never this first one: libmicrohttpd treats a response
