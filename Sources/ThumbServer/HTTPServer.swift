@@ -273,7 +273,7 @@ package final class HTTPServer: @unchecked Sendable {
     /// The forwarded headers as they were sent; of a name sent twice the last one counts, as
     /// when every header was copied.
     private static func forwardedHeaders(_ connection: OpaquePointer) -> [String: String] {
-        let box = ValueBox(lowercased: true)
+        let box = ValueBox()
         let pointer = Unmanaged.passUnretained(box).toOpaque()
         _ = MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
             guard let context, let key else { return .YES }
@@ -289,15 +289,13 @@ package final class HTTPServer: @unchecked Sendable {
         var values: [String: String] = [:]
         /// The first name sent twice (query parameters only).
         var repeatedName: String?
-        let lowercased: Bool
-        init(lowercased: Bool) { self.lowercased = lowercased }
     }
 
     /// The query's parameters as sent, and the first name sent more than once: libmicrohttpd
     /// hands every pair over, and a dictionary would silently keep the last while nginx's
     /// `$arg_…` reads the first (`HTTPRequest.repeatedQueryName`).
     private static func queryValues(_ connection: OpaquePointer) -> (values: [String: String], repeatedName: String?) {
-        let box = ValueBox(lowercased: false)
+        let box = ValueBox()
         let pointer = Unmanaged.passUnretained(box).toOpaque()
         _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
             guard let context, let key else { return .YES }

@@ -42,12 +42,4 @@ package struct ExactPath: Hashable, Sendable, CustomStringConvertible, Expressib
     package static func components(_ path: String, omittingEmpty: Bool = true) -> [Substring] {
         path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: omittingEmpty).map { Substring($0) }
     }
-
-    /// Whether `path` is `folder` or lies under it, by bytes.
-    package static func isPath(_ path: String, inOrUnder folder: String) -> Bool {
-        let utf8 = path.utf8
-        guard utf8.starts(with: folder.utf8) else { return false }
-        let rest = utf8.dropFirst(folder.utf8.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: "/")
-    }
 }

@@ -54,7 +54,7 @@ package struct AssetRoot: Sendable {
         // parent's real path plus its name.
         self.excluded = excluded.map(Self.bestRealPath)
         excludedInside = self.excluded.compactMap { folder in
-            guard folder.utf8.count > root.utf8.count, ExactPath.isPath(folder, inOrUnder: root) else { return nil }
+            guard folder.isPath(under: root) else { return nil }
             return String(Substring(folder.utf8.dropFirst(root.utf8.count + 1)))
         }
         self.opener = opener
@@ -102,7 +102,7 @@ package struct AssetRoot: Sendable {
             guard (status.st_mode & S_IFMT) == S_IFREG else { throw .forbidden(path: relative, reason: "not a regular file") }
             guard status.st_nlink > 0 else { throw .notFound(path: relative) } // unlinked meanwhile
             let canonical = opened.canonicalPath
-            if excludedInside.contains(where: { ExactPath.isPath(canonical, inOrUnder: $0) }) {
+            if excludedInside.contains(where: { canonical.utf8.elementsEqual($0.utf8) || canonical.isPath(under: $0) }) {
                 throw .forbidden(path: relative, reason: "inside the cache directory")
             }
             // Reached through a symlink: the rule for hidden names holds for the file reached too.

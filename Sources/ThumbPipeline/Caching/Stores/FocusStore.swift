@@ -80,7 +80,7 @@ package final class FocusStore: FocusKeeping {
         var prefix = Substring(folder)
         while prefix.utf8.last == UInt8(ascii: "/") { prefix = Substring(prefix.utf8.dropLast()) }
         let folderPath = String(prefix)
-        let inside: (ExactPath) -> Bool = { folderPath.isEmpty || (ExactPath.isPath($0.text, inOrUnder: folderPath) && $0.text.utf8.count > folderPath.utf8.count) }
+        let inside: (ExactPath) -> Bool = { $0.text.isPath(under: folderPath) }
         index.state.withLock { state in
             guard loadedMirror(&state).keys.contains(where: inside), let database = state.database else { return }
             do throws(SQLiteError) {
