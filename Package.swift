@@ -28,15 +28,19 @@ let package = Package(
         .systemLibrary(name: "CJXL", path: "Sources/CJXL", pkgConfig: "libjxl"),
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
         // The only C code of ours: every setjmp and every libjpeg/libpng/lcms call lives here, and
         // libtiff's variadic calls (TIFFGetField, its va_list message handlers).
         .target(name: "CThumbShim", dependencies: ["CJPEG", "CPNG", "CLCMS", "CTIFF"]),
+        // FFmpeg's custom I/O (positioned reads, every other input refused), its log kept off
+        // stderr, and sws_scale over an AVFrame's arrays.
+        .target(name: "CThumbVideo", dependencies: ["CFFmpeg"]),
         // syscall(2) is variadic: openat2 for confined asset opens (CThumb_openat2).
         .target(name: "CThumbSystem"),
         // The bottom of the house: the system-call funnel, file identity, whole-file reads and
         // writes. Everything it declares is `package`: no module exports a syscall as API.
         .target(name: "ThumbSystem", dependencies: ["CThumbSystem"], swiftSettings: internalImports),
-        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF", "CJXL"], swiftSettings: internalImports),
+        .target(name: "ThumbImaging", dependencies: ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF", "CJXL", "CFFmpeg", "CThumbVideo"], swiftSettings: internalImports),
         // SCM_RIGHTS (CMSG_* macros), prctl, posix_spawn's closefrom and the seccomp allow-list.
         .target(name: "CThumbWorker", dependencies: ["CSeccomp"]),
         // Render worker processes: the protocol, the sandboxed worker and the daemon's side of it.
@@ -95,7 +99,8 @@ if Context.environment["THUMBD_FUZZ"] != nil {
     // (in ~/.cache), so a folder added later stayed unseen by a cached listing (CI: "no such file
     // fuzz-jpeg-dc-scans"). scripts/fuzz refuses to run when this list and Fuzz/Targets differ.
     let doors = ["asset-list", "focus-body", "gif", "heif", "http-request", "job-line", "jpeg", "jpeg-dc-scans", "jxl", "kind-config", "placeholders-body", "png", "prefetch-body",
-                 "redis-fields", "signatures-body", "slot-spec", "tiff", "webp", "worker-answer", "worker-render"]
+                 "redis-fields", "signatures-body", "slot-spec", "tiff", "video-av1", "video-avi", "video-h264", "video-hevc", "video-matroska",
+                 "video-mjpeg", "video-mp4", "video-mpeg4", "video-vp8", "video-vp9", "webp", "worker-answer", "worker-render"]
     for door in doors {
         package.targets.append(.executableTarget(name: "fuzz-\(door)", dependencies: ["FuzzDoors"], path: "Fuzz/Targets/\(door)",
                                                  swiftSettings: [.unsafeFlags(["-parse-as-library"])]))

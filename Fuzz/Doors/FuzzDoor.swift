@@ -37,6 +37,12 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
     case tiff
     /// A progressive JPEG's scan selection at 1/8 (`CThumb_JPEGKeepScans`), checked against the whole decode.
     case jpegDCScans = "jpeg-dc-scans"
+    /// Video bytes of one container (MP4/MOV, Matroska/WebM, AVI) through the Thumbnailer: FFmpeg's
+    /// demuxer over the AVIO path, every allowed codec, the poster and the preview (`VideoDoors`).
+    case videoMP4 = "video-mp4", videoMatroska = "video-matroska", videoAVI = "video-avi"
+    /// Video bytes of any container with one codec allowed: that codec family's decoder only.
+    case videoH264 = "video-h264", videoHEVC = "video-hevc", videoVP8 = "video-vp8", videoVP9 = "video-vp9", videoAV1 = "video-av1"
+    case videoMPEG4 = "video-mpeg4", videoMJPEG = "video-mjpeg"
     /// A render worker's answer frame, as the daemon decodes it (`WorkerAnswer.decode`).
     case workerAnswer = "worker-answer"
     /// A render order frame, as the worker decodes it (`WorkerRenderOrder.decode`).
@@ -57,6 +63,16 @@ public enum FuzzDoor: String, CaseIterable, Sendable {
         case .redisFields: TextDoors.redisFields(FuzzText.string(bytes))
         case .jpeg, .png, .gif, .heif, .jxl, .webp, .tiff: ImageDoors.thumbnails(of: bytes)
         case .jpegDCScans: JPEGScanDoors.dcScans(bytes)
+        case .videoMP4: VideoDoors.poster(of: bytes, container: .mp4)
+        case .videoMatroska: VideoDoors.poster(of: bytes, container: .matroska)
+        case .videoAVI: VideoDoors.poster(of: bytes, container: .avi)
+        case .videoH264: VideoDoors.poster(of: bytes, codecs: [.h264])
+        case .videoHEVC: VideoDoors.poster(of: bytes, codecs: [.hevc])
+        case .videoVP8: VideoDoors.poster(of: bytes, codecs: [.vp8])
+        case .videoVP9: VideoDoors.poster(of: bytes, codecs: [.vp9])
+        case .videoAV1: VideoDoors.poster(of: bytes, codecs: [.av1])
+        case .videoMPEG4: VideoDoors.poster(of: bytes, codecs: [.mpeg4])
+        case .videoMJPEG: VideoDoors.poster(of: bytes, codecs: [.mjpeg])
         case .workerAnswer: WorkerDoors.answer(bytes)
         case .workerRender: WorkerDoors.render(bytes)
         }

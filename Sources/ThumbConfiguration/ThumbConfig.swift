@@ -34,7 +34,8 @@ package struct ThumbConfig: Sendable, Equatable {
     /// used by `load`, by the daemon's reload and by the fuzz target for kind configs.
     package static func parse(_ data: Data, file: String, relativeTo folder: String) throws(ConfigError) -> ThumbConfig {
         let root = try JSONFields(JSONValue.parse(data, file: file), path: "", file: file)
-        try root.allowOnly(["assets", "kinds", "limits", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "queue", "access"])
+        try root.allowOnly(["assets", "kinds", "limits", "formats", "encoding", "resampling", "cache", "workers", "sandbox", "server", "spool", "queue",
+                            "access"])
         var config = ThumbConfig()
         if let assets = try root.string("assets") {
             config.assetRoot = assets.hasPrefix("/") ? assets : folder + "/" + assets
@@ -44,6 +45,10 @@ package struct ThumbConfig: Sendable, Equatable {
             // The worker's bounds live with the image limits in the file, but the daemon enforces them.
             if let bytes = try limits.integer("workerMemoryBytes", in: (256 << 20)...(1 << 40)) { config.service.workerMemoryBytes = bytes }
             if let seconds = try limits.number("renderSeconds", in: 0.1...3600, unit: "seconds") { config.service.renderSeconds = seconds }
+        }
+        if let formats = try root.fields("formats") {
+            try formats.allowOnly(["video"])
+            if let video = try formats.fields("video") { config.limits.video = try parseVideo(video, maxAnimationFrames: config.limits.maxAnimationFrames) }
         }
         try parseService(root, into: &config, folder: folder)
         if let access = try root.fields("access") { config.access = try parseAccess(access, folder: folder) }
@@ -90,6 +95,27 @@ package struct ThumbConfig: Sendable, Equatable {
         if let value = try fields.integer("maxAnimationFrames", in: 1...100_000) { limits.maxAnimationFrames = value }
         if let value = try fields.integer("maxAnimationPixels", in: 1...(1 << 40)) { limits.maxAnimationPixels = value }
         return limits
+    }
+
+    /// `formats.video`: the codec allow-list and what a poster or preview may read.
+    static func parseVideo(_ fields: JSONFields, maxAnimationFrames: Int) throws(ConfigError) -> VideoLimits {
+        try fields.allowOnly(["codecs", "maxBytesRead", "maxPackets", "previewFrames"])
+        var video = VideoLimits()
+        if let list = try fields.array("codecs") {
+            var codecs = Set<VideoCodec>()
+            for item in list {
+                guard case .string(let text) = item, let codec = VideoCodec(rawValue: text) else {
+                    throw fields.fail("codecs", "lists codecs among \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", ")), got \(item.kindDescription)")
+                }
+                codecs.insert(codec)
+            }
+            video.codecs = codecs
+        }
+        if let bytes = try fields.integer("maxBytesRead", in: (1 << 16)...(1 << 40)) { video.maxBytesRead = bytes }
+        if let packets = try fields.integer("maxPackets", in: 16...1_000_000) { video.maxPackets = packets }
+        if let frames = try fields.integer("previewFrames", in: 2...max(2, maxAnimationFrames)) { video.previewFrames = frames }
+        video.previewFrames = min(video.previewFrames, maxAnimationFrames)
+        return video
     }
 
     static func parseEncoding(_ fields: JSONFields) throws(ConfigError) -> EncoderSettings {

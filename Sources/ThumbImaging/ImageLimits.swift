@@ -23,6 +23,8 @@ package struct ImageLimits: Sendable, Equatable {
     /// compositing, the block shrink and Lanczos), so 400 MP is about 4 s of one core, the
     /// same order as the slowest still this daemon accepts (a 250 MP photo).
     package var maxAnimationPixels: Int = 400_000_000
+    /// A video's codecs and how much of it a poster may read (`formats.video`).
+    package var video = VideoLimits()
 
     package init() {}
 

@@ -1,4 +1,5 @@
 package import ThumbWorker
+package import ThumbImaging
 
 /// Counters of a running pipeline (monotonic unless noted), for `/metrics` and the benchmarks.
 package struct PipelineMetrics: Sendable, Equatable {
@@ -18,6 +19,8 @@ package struct PipelineMetrics: Sendable, Equatable {
     package var negativeHits = 0
     package var watcherEvents = 0
     package var renders = 0
+    /// Decodes (one per group of jobs) by what the source was.
+    package var decodesBySourceFormat: [SourceFormat: Int] = [:]
     /// Jobs held back by the fling debounce.
     package var parkedJobs = 0
     /// Jobs dropped from the queue before they started (no waiter left).

@@ -8,6 +8,14 @@ package struct ListedAsset: Sendable, Equatable {
     /// since shows its previous version's until it is decoded again, which is what a
     /// placeholder is for (`POST /v1/placeholders` answers for the current version).
     package var placeholder: Placeholder?
+
+    /// What the name's extension says the file holds (`SourceFormatRow.media`: a client shows a
+    /// play badge on a video); nil for a name without one of the table's extensions.
+    package var media: SourceMedia? {
+        let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) } ?? path
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        return SourceFormat.named(extension: name[name.index(after: dot)...])?.row.media
+    }
 }
 
 extension ThumbnailPipeline {

@@ -25,7 +25,8 @@ extension ThumbnailPipeline: RenderFeed {
                                          maxFileBytes: configuration.limits.maxFileBytes)
             }
             let supervisor = RenderWorkerSupervisor(launch: launch, counters: counters, backoff: respawnBackoff)
-            return SandboxedRenderer(supervisor: supervisor, limits: configuration.limits, tuning: configuration.tuning,
+            let videoSupervisor = RenderWorkerSupervisor(launch: launch.loadingVideo(), counters: counters, backoff: respawnBackoff)
+            return SandboxedRenderer(supervisor: supervisor, videoSupervisor: videoSupervisor, limits: configuration.limits, tuning: configuration.tuning,
                                      renderSeconds: configuration.renderSeconds, log: configuration.log,
                                      label: "render thread \(index)")
         }
@@ -45,7 +46,8 @@ extension ThumbnailPipeline: RenderFeed {
         let result = groupRender.run(group, on: renderer)
         let cpuSeconds = (Self.threadCPUSeconds() - cpuStart + result.rendererCPUSeconds) / Double(group.jobs.count)
         return FinishedGroup(group: group, outcomes: result.outcomes, cpuSecondsEach: cpuSeconds,
-                             wallSeconds: (ContinuousClock.now - wallStart) / .seconds(1), computedPlaceholder: result.computedPlaceholder)
+                             wallSeconds: (ContinuousClock.now - wallStart) / .seconds(1), computedPlaceholder: result.computedPlaceholder,
+                             sourceFormat: result.sourceFormat)
     }
 
     func takeGroup(after finished: FinishedGroup?) -> RenderGroup? {
@@ -56,6 +58,7 @@ extension ThumbnailPipeline: RenderFeed {
                 clients = state.finish(finished.group.jobs, outcomes: finished.outcomes, cpuSecondsEach: finished.cpuSecondsEach,
                                        wallSeconds: finished.wallSeconds, into: &answers)
                 if finished.computedPlaceholder { state.metrics.placeholdersComputed += 1 }
+                if let format = finished.sourceFormat { state.metrics.decodesBySourceFormat[format, default: 0] += 1 }
                 gate.admitEarly(&answers) { slot, claim, token in state.admitDelivery(to: slot, claim: claim, token: token) }
             }
             guard !state.shuttingDown else { return (nil, clients) }

@@ -130,6 +130,7 @@ extension ThumbnailAPI {
         for (index, asset) in page.enumerated() {
             if index > 0 { body += "," }
             body += #"{"path":"# + JSONLines.string(asset.path)
+            if let media = asset.media { body += #","media":""# + media.rawValue + "\"" }
             if let placeholder = asset.placeholder {
                 body += #","placeholder":{"averageColor":"\#(placeholder.averageColorHex)","thumbhash":"\#(placeholder.thumbHashBase64)"}"#
             }

@@ -85,6 +85,9 @@ extension ThumbnailAPI {
         failures.merge(metrics.failuresByCode) { $1 }
         metric("thumbd_render_failures_total", "counter", "Renders that failed, by the failure's error code (undecodable, tooLarge, renderCrashed, …).",
                failures.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+        // Every format of the table from the start, at 0 (as the failure codes above).
+        metric("thumbd_decodes_total", "counter", "Decodes of a source (one per group of requests), by the format its bytes are.",
+               SourceFormat.table.map { ("format=\"\($0.format.rawValue)\"", Double(metrics.decodesBySourceFormat[$0.format] ?? 0)) })
         metric("thumbd_render_cpu_seconds_total", "counter", "Thread CPU spent rendering.", [("", metrics.renderCPUSeconds)])
         metric("thumbd_wasted_render_cpu_seconds_total", "counter", "Thread CPU spent on renders nobody waited for any more.", [("", metrics.wastedCPUSeconds)])
         metric("thumbd_watcher_events_total", "counter", "Folder watcher events handled.", [("", Double(metrics.watcherEvents))])

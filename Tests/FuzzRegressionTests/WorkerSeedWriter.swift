@@ -31,6 +31,10 @@ import ThumbWorker
         limits.maxProgressiveScans = 100
         limits.maxDecoderMemoryBytes = 512 << 20
         limits.maxOutputPixels = 2048 * 2048
+        limits.video.codecs = [.h264, .vp9, .mjpeg]
+        limits.video.maxBytesRead = 8 << 20
+        limits.video.maxPackets = 700
+        limits.video.previewFrames = 12
         var tuning = ShrinkPlan.Tuning()
         tuning.dctMargin = 3
         tuning.boxMargin = 2.5
@@ -83,8 +87,9 @@ import ThumbWorker
             ]
             return [
                 ("four-thumbnails.bin", WorkerAnswer(results: thumbnails, cpuSeconds: 0.0125, placeholder: rendered.placeholder ?? placeholder,
-                                                     placements: rendered.placements)),
-                ("mixed-failures.bin", WorkerAnswer(results: [thumbnails[0], failures[0], thumbnails[2], failures[1]], cpuSeconds: 0.5)),
+                                                     placements: rendered.placements, sourceFormat: rendered.sourceFormat)),
+                ("mixed-failures.bin", WorkerAnswer(results: [thumbnails[0], failures[0], thumbnails[2], failures[1]], cpuSeconds: 0.5,
+                                                    sourceFormat: .mp4)),
                 ("every-failure.bin", WorkerAnswer(results: failures, cpuSeconds: 0)),
             ]
         }

@@ -60,6 +60,11 @@ public enum CorpusManifest {
     /// `…/hdr`); OK, EITHER (decoders disagree: a thumbnail or a clean refusal) or ERROR.
     public static func nextFormats() throws(TestFailure) -> [Row] { try nextRows.get() }
 
+    /// `media-manifest.tsv`: videos, PDFs, SVGs and camera RAW (sets `media/video`, `media/pdf`,
+    /// `media/svg`, `media/raw`); OK, EITHER or ERROR.
+    public static func media() throws(TestFailure) -> [Row] { try mediaRows.get() }
+
+    private static let mediaRows = Result { () throws(TestFailure) in try load("media-manifest.tsv", setFolder: "media/") }
     private static let mainRows = Result { () throws(TestFailure) in try load("manifest.tsv") }
     private static let nextRows = Result { () throws(TestFailure) in try load("formats-next-manifest.tsv", setFolder: "formats-next/") }
     private static let formatRows = Result { () throws(TestFailure) in try load("formats-manifest.tsv") }

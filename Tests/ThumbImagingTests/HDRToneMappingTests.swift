@@ -119,6 +119,15 @@ struct HDRToneMappingTests {
             : entry.detail.contains("BT.2020") || entry.detail.contains("Rec.2100") ? "2020"
             : entry.detail.contains("Display P3") ? "p3" : "709"
         let transfer = entry.detail.contains("HLG") ? "hlg" : "pq"
+        return try reference(sixteenBitPNG: sixteen, peak: peak, primaries: primaries, transfer: transfer, label: entry.file)
+    }
+
+    /// The reference of a 16-bit PNG of HDR codes: `peak` in cd/m² ("1000"), `primaries` 709,
+    /// 2020 or p3, `transfer` hlg or pq.
+    static func reference(sixteenBitPNG sixteen: String, peak: String, primaries: String, transfer: String,
+                          label: String) throws -> (toneMapped: Double, sRGBCurve: Double) {
+        let scratch = try ScratchDirectory("hdr-reference")
+        defer { scratch.remove() }
         let script = """
             import sys, subprocess, os, numpy as np
             path, peak, prims, transfer, scratch = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
@@ -165,7 +174,7 @@ struct HDRToneMappingTests {
             """
         let output = try Python.run(script, [sixteen, peak, primaries, transfer, scratch.path])
         let words = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-        try #require(words.count == 2, "\(entry.file): the reference printed \(String(decoding: output, as: UTF8.self))")
+        try #require(words.count == 2, "\(label): the reference printed \(String(decoding: output, as: UTF8.self))")
         return (words[0], words[1])
     }
 }

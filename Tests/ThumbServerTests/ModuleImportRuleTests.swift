@@ -11,7 +11,7 @@ import ThumbTestSupport
     /// modules' folders hold no Swift and are not listed.
     static let allowed: [String: Set<String>] = [
         "ThumbSystem": ["CThumbSystem"],
-        "ThumbImaging": ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF", "CJXL"],
+        "ThumbImaging": ["ThumbSystem", "CThumbShim", "CJPEG", "CPNG", "CLCMS", "CWebP", "CGIF", "CHeif", "CTIFF", "CJXL", "CFFmpeg", "CThumbVideo"],
         "ThumbWorker": ["ThumbSystem", "ThumbImaging", "CThumbWorker", "CSeccomp"],
         "ThumbPipeline": ["ThumbSystem", "ThumbImaging", "ThumbWorker", "CSQLite"],
         "ThumbAccess": ["ThumbSystem", "CCrypto"],

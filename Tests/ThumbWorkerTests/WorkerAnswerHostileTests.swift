@@ -36,6 +36,7 @@ import ThumbSystem
         thumbnail(&writer, width: 256, height: 170)
         writer.bool(false) // no placeholder
         writer.count(0) // no placements
+        writer.uint8(WorkerAnswer.noSourceFormatTag)
     }
 
     func problem(_ frame: [UInt8], requestID: UInt64 = 9) -> WorkerProtocolError? {
@@ -117,6 +118,7 @@ import ThumbSystem
                 Self.thumbnail(&writer)
                 writer.bool(false)
                 writer.count(0)
+                writer.uint8(WorkerAnswer.noSourceFormatTag)
             }
         }
         let cases: [(String, [UInt8])] = [
@@ -155,6 +157,7 @@ import ThumbSystem
                 writer.data(hash)
                 for _ in 0..<4 { writer.uint8(200) }
                 writer.count(0)
+                writer.uint8(WorkerAnswer.noSourceFormatTag)
             }
         }
         func problem(_ frame: [UInt8]) -> WorkerProtocolError? {
@@ -187,6 +190,7 @@ import ThumbSystem
                     writer.double(placement.x)
                     writer.double(placement.y)
                 }
+                writer.uint8(WorkerAnswer.noSourceFormatTag)
             }
         }
         func decoded(_ frame: [UInt8]) -> Result<WorkerAnswer, WorkerProtocolError> {
@@ -225,6 +229,7 @@ import ThumbSystem
             Self.thumbnail(&writer)
             writer.bool(false)
             writer.count(0)
+            writer.uint8(WorkerAnswer.noSourceFormatTag)
         }
         #expect(throws: WorkerProtocolError.self) {
             try WorkerAnswer.decode(frame: png, requestID: 9, requests: requests, limits: Self.limits)

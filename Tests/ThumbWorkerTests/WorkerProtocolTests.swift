@@ -177,7 +177,8 @@ import ThumbSystem
 
     /// The protocol lists each value's fields by hand: a new one must be carried (and this count raised).
     @Test func imagingValuesHaveTheFieldsTheProtocolCarries() {
-        #expect(Mirror(reflecting: ImageLimits()).children.count == 8)
+        #expect(Mirror(reflecting: ImageLimits()).children.count == 9)
+        #expect(Mirror(reflecting: VideoLimits()).children.count == 4)
         #expect(Mirror(reflecting: ShrinkPlan.Tuning()).children.count == 2)
         #expect(Mirror(reflecting: EncoderSettings()).children.count == 8)
         #expect(Mirror(reflecting: WorkerFixture.avatar).children.count == 10)

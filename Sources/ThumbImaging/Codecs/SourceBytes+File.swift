@@ -48,15 +48,16 @@ extension SourceBytes {
 
     /// Reads an open file whose `fstat` gave `status`, whole, refusing it from its size when it
     /// is over `maxBytes`, and proving it did not change while read (`WholeFile.read`). A large
-    /// TIFF is not read: it stays in its file (a descriptor of its own), and its decoder proves
-    /// the same after reading the parts it needed.
+    /// TIFF or a video is not read: it stays in its file (a descriptor of its own), and its
+    /// decoder reads the parts it needs. A video is not held to `maxBytes` (a phone's clip is
+    /// gigabytes): what its poster may read is `VideoLimits.maxBytesRead`.
     package static func read(descriptor: Int32, status: FileStatus, maxBytes: Int, label: String) throws(FileReadError) -> SourceBytes {
-        guard status.size <= maxBytes else {
-            throw .tooLarge(reason: "file is \(status.size) bytes, over the \(maxBytes)-byte limit")
-        }
-        if let window = try SourceFileWindow.openIfTIFF(descriptor, status: status, label: label) {
+        let tooLarge = FileReadError.tooLarge(reason: "file is \(status.size) bytes, over the \(maxBytes)-byte limit")
+        if let (window, format) = try SourceFileWindow.openIfStaysInFile(descriptor, status: status, label: label) {
+            guard status.size <= maxBytes || format.row.staysInFile == .always else { throw tooLarge }
             return SourceBytes(file: window)
         }
+        guard status.size <= maxBytes else { throw tooLarge }
         return try filled(count: status.size, fileStatus: status) { (buffer) throws(FileReadError) in
             try WholeFile.read(descriptor, status: status, label: label, into: buffer)
         }

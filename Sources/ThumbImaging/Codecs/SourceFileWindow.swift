@@ -32,18 +32,29 @@ final class SourceFileWindow: @unchecked Sendable {
 
     var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: headBytes[..<min(headBytes.count, status.size)]) }
 
-    /// The file open on `descriptor` (whose `fstat` gave `status`) as a window when its first
-    /// bytes are a TIFF's and it is at least `minimumBytes`; nil otherwise (read it whole).
-    static func openIfTIFF(_ descriptor: Int32, status: FileStatus, label: String) throws(FileReadError) -> SourceFileWindow? {
-        guard status.size >= minimumBytes else { return nil }
+    /// The file open on `descriptor` (whose `fstat` gave `status`) as a window when its format's
+    /// row says it stays in its file (`SourceFormatRow.staysInFile`: a TIFF from
+    /// `minimumBytes`, a video always), with that format; nil otherwise (read it whole).
+    static func openIfStaysInFile(_ descriptor: Int32, status: FileStatus,
+                                  label: String) throws(FileReadError) -> (window: SourceFileWindow, format: SourceFormat)? {
+        guard status.size > 0 else { return nil }
         let head = UnsafeMutableRawBufferPointer.allocate(byteCount: headCapacity, alignment: 16)
+        head.initializeMemory(as: UInt8.self, repeating: 0)
+        let headCount = min(headCapacity, status.size)
         do throws(FileReadError) {
-            try read(descriptor, at: 0, into: head, label: label)
+            try read(descriptor, at: 0, into: UnsafeMutableRawBufferPointer(rebasing: head[..<headCount]), label: label)
         } catch {
             head.deallocate()
             throw error
         }
-        guard SourceFormat.sniff(UnsafeRawBufferPointer(head)) == .tiff else {
+        guard let format = SourceFormat.sniff(UnsafeRawBufferPointer(rebasing: head[..<headCount])) else {
+            head.deallocate()
+            return nil
+        }
+        switch format.row.staysInFile {
+        case .always: break
+        case .fromBytes(let minimum) where status.size >= minimum: break
+        case .never, .fromBytes:
             head.deallocate()
             return nil
         }
@@ -54,7 +65,17 @@ final class SourceFileWindow: @unchecked Sendable {
             head.deallocate()
             throw .unreadable(reason: error.description)
         }
-        return SourceFileWindow(descriptor: copy, status: status, label: label, head: head)
+        return (SourceFileWindow(descriptor: copy, status: status, label: label, head: head), format)
+    }
+
+    /// What the first bytes of the open file on `descriptor` say it is (a positioned read: the
+    /// descriptor's offset is left alone); nil for none of the table's formats or an unreadable file.
+    static func sniff(_ descriptor: Int32) -> SourceFormat? {
+        var head = [UInt8](repeating: 0, count: headCapacity)
+        let count = (try? head.withUnsafeMutableBytes { buffer in
+            try systemCall("read for sniffing") { pread(descriptor, buffer.baseAddress, buffer.count, 0) }
+        }) ?? 0
+        return head.withUnsafeBytes { SourceFormat.sniff(UnsafeRawBufferPointer(rebasing: $0.prefix(max(0, count)))) }
     }
 
     /// Fills `buffer` from byte `offset` of the file; a file shorter than its `fstat` said is

@@ -13,6 +13,13 @@ protocol AnimationFrames: AnyObject {
     /// before it); the first one failing throws.
     func next(isCancelled: CancellationCheck?) throws(ImagingError) -> (pixels: PixelBuffer, durationMilliseconds: Int)?
     var warning: String? { get }
+    /// Told, before the first frame, how much the outputs allow each frame to be reduced (a
+    /// video's frames are converted that small; composited canvases ignore it).
+    func reduce(toAtMost maxShrink: Double)
+}
+
+extension AnimationFrames {
+    func reduce(toAtMost maxShrink: Double) {}
 }
 
 enum AnimationTiming {
@@ -47,7 +54,7 @@ extension SourceFormat {
     /// format whose animations are not read: libheif 1.15 reads an AVIF sequence's primary
     /// image only, and JPEG XL's frames after the first are not read yet), or a GIF whose LZW code sizes only the still path reads (`GIFWideCodes`):
     /// then `stillReason` says why it is a still.
-    func animationFrames(_ source: SourceBytes, limits: ImageLimits) throws(ImagingError) -> (frames: (any AnimationFrames)?, stillReason: String?) {
+    func animationFrames(_ source: SourceBytes, limits: ImageLimits, isCancelled: CancellationCheck?) throws(ImagingError) -> (frames: (any AnimationFrames)?, stillReason: String?) {
         switch self {
         case .gif:
             let scan = try GIFAnimationScan(UnsafeRawBufferPointer(start: source.pointer, count: source.count),
@@ -62,6 +69,9 @@ extension SourceFormat {
             return (try GIFAnimation(source: source, scan: scan, limits: limits), nil)
         case .webp:
             return (try WebPAnimation.open(source, limits: limits), nil)
+        case .mp4, .matroska, .avi:
+            let (preview, stillReason) = try VideoPreview.open(source, format: self, limits: limits, isCancelled: isCancelled)
+            return (preview, stillReason)
         // An animated JPEG XL gives its first frame (JXLLoader) as a still, as AVIF sequences do.
         case .jpeg, .png, .heif, .avif, .tiff, .jxl:
             return (nil, nil)

@@ -59,6 +59,7 @@ extension SourceFormat {
         case .heif, .avif: try HEIFLoader(source: source, format: self, limits: limits)
         case .tiff: try TIFFLoader(source: source, limits: limits)
         case .jxl: try JXLLoader(source: source, limits: limits)
+        case .mp4, .matroska, .avi: try VideoLoader(source: source, format: self, limits: limits, isCancelled: isCancelled)
         }
     }
 }

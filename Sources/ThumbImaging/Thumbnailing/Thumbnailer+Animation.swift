@@ -15,7 +15,8 @@ extension Thumbnailer {
         let animated = requests.indices.filter { requests[$0].keepsAnimation }
         guard !animated.isEmpty, let format = source.format else { return nil }
         try checkBeforeDecoding(source, requests: requests)
-        let opened = try format.animationFrames(source, limits: limits)
+        try checkDecodable(format)
+        let opened = try format.animationFrames(source, limits: limits, isCancelled: isCancelled)
         guard let frames = opened.frames else {
             return try stillSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled,
                                 stillReason: opened.stillReason)
@@ -30,7 +31,7 @@ extension Thumbnailer {
         for placement in moving.placements where !placements.contains(where: { $0.shape == placement.shape }) {
             placements.append(placement)
         }
-        return ThumbnailSet(thumbnails: thumbnails.compactMap { $0 }, placeholder: still.placeholder, placements: placements)
+        return ThumbnailSet(thumbnails: thumbnails.compactMap { $0 }, placeholder: still.placeholder, placements: placements, sourceFormat: nil)
     }
 
     /// Every frame through the one render loop (`renderFrame`, then `present`) for every request,
@@ -41,6 +42,8 @@ extension Thumbnailer {
         var current = requests
         var encoders: [WebPAnimationEncoder] = []
         var firsts: [RenderedImage] = []
+        let planned = plan(requests, storedWidth: frames.canvasWidth, storedHeight: frames.canvasHeight, sourceOrientation: .up, allowsDCT: false)
+        frames.reduce(toAtMost: planned.outputs.map { max(1, $0.geometry.reduction / tuning.dctMargin) }.min() ?? 1)
         while let frame = try frames.next(isCancelled: isCancelled) {
             if isCancelled?() == true { throw .cancelled }
             let decoded = try renderFrame(PixelFrameLoader(frame.pixels), requests: current, isCancelled: isCancelled)

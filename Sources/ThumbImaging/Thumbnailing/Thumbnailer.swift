@@ -58,6 +58,8 @@ package struct ThumbnailSet: Sendable {
     package var thumbnails: [Thumbnail]
     package var placeholder: Placeholder?
     package var placements: [AttentionPlacement]
+    /// What the source was (its row of `SourceFormat.table`).
+    package var sourceFormat: SourceFormat?
 }
 
 /// Checked between batches of decoded rows, from inside libjpeg while a progressive file's scans
@@ -72,9 +74,23 @@ package struct Thumbnailer: Sendable {
     /// How much reduction the final Lanczos step keeps (see `ShrinkPlan`).
     package var tuning: ShrinkPlan.Tuning
 
-    package init(limits: ImageLimits = ImageLimits(), tuning: ShrinkPlan.Tuning = ShrinkPlan.Tuning()) {
+    /// Whether this thumbnailer may decode the formats whose row says `sandboxOnly` (video):
+    /// only the sandboxed worker's says yes (and tests'), so a daemon run with `sandbox: false`
+    /// answers them as unsupported rather than run FFmpeg on hostile bytes with the daemon's rights.
+    package var decodesSandboxOnlyFormats: Bool
+
+    package init(limits: ImageLimits = ImageLimits(), tuning: ShrinkPlan.Tuning = ShrinkPlan.Tuning(),
+                 decodesSandboxOnlyFormats: Bool = false) {
         self.limits = limits
         self.tuning = tuning
+        self.decodesSandboxOnlyFormats = decodesSandboxOnlyFormats
+    }
+
+    /// Refuses a sandbox-only format (`SourceFormatRow.sandboxOnly`) outside the sandbox.
+    func checkDecodable(_ format: SourceFormat) throws(ImagingError) {
+        guard format.row.sandboxOnly, !decodesSandboxOnlyFormats else { return }
+        throw .unsupportedFormat(reason: "\(format.name) \(format.row.media.rawValue) is decoded only in the sandboxed worker "
+                                 + "(the config's sandbox is off; `thumbd render` decodes it with --sandbox)")
     }
 
     /// Renders and encodes.
@@ -93,10 +109,14 @@ package struct Thumbnailer: Sendable {
     /// The same, and the source's placeholder from that decode as `placeholder` demands.
     package func thumbnailSet(of source: SourceBytes, requests: [ThumbnailRequest], placeholder demand: PlaceholderDemand,
                              isCancelled: CancellationCheck? = nil) throws(ImagingError) -> ThumbnailSet {
-        if let set = try animatedSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled) {
-            return set
+        var set: ThumbnailSet
+        if let animated = try animatedSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled) {
+            set = animated
+        } else {
+            set = try stillSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled)
         }
-        return try stillSet(of: source, requests: requests, placeholder: demand, isCancelled: isCancelled)
+        set.sourceFormat = source.format
+        return set
     }
 
     /// Every request rendered from the source's first (or only) frame.
@@ -120,7 +140,7 @@ package struct Thumbnailer: Sendable {
         for placement in rendered.compactMap(\.placement) where !placements.contains(where: { $0.shape == placement.shape }) {
             placements.append(placement)
         }
-        return ThumbnailSet(thumbnails: thumbnails, placeholder: placeholder, placements: placements)
+        return ThumbnailSet(thumbnails: thumbnails, placeholder: placeholder, placements: placements, sourceFormat: nil)
     }
 
     /// Renders to pixels (sRGB, straight alpha), without encoding.
@@ -146,12 +166,13 @@ package struct Thumbnailer: Sendable {
                 rows = try PNGRowSource(source, limits: limits, codePoints: codePoints, isCancelled: isCancelled)
             }
         case let format?:
+            try checkDecodable(format)
             guard let loader = try format.frameLoader(source, limits: limits, isCancelled: isCancelled) else {
                 throw .unsupportedFormat(reason: "no loader for \(format.name)")
             }
             rows = FrameRowSource(loader, isCancelled: isCancelled)
         case nil:
-            throw .unsupportedFormat(reason: "not JPEG, PNG, WebP, GIF, HEIF, AVIF, TIFF or JPEG XL (\(source.leadingBytesDescription))")
+            throw .unsupportedFormat(reason: "not \(SourceFormat.listedNames) (\(source.leadingBytesDescription))")
         }
         let decoded = try renderRows(rows, requests: requests, isCancelled: isCancelled, placeholder: sampler)
         let images = zip(requests, decoded).map { request, decoded in present(decoded, for: request) }
@@ -163,7 +184,8 @@ package struct Thumbnailer: Sendable {
         for request in requests {
             try limits.checkOutput(request.kind.checkedPixelSize(scale: request.scale), scale: request.scale)
         }
-        guard source.count <= limits.maxFileBytes else {
+        // A video is read in bounded parts (`VideoLimits.maxBytesRead`), not whole.
+        guard source.count <= limits.maxFileBytes || source.format?.row.staysInFile == .always else {
             throw .tooLarge(reason: "file is \(source.count) bytes, over the \(limits.maxFileBytes)-byte limit")
         }
     }

@@ -20,6 +20,8 @@ struct GroupRender: Sendable {
         /// CPU the renderer spent beyond the render thread's (a worker process's).
         var rendererCPUSeconds = 0.0
         var computedPlaceholder = false
+        /// What the decode found the source to be (for `PipelineMetrics.decodesBySourceFormat`).
+        var sourceFormat: SourceFormat?
     }
 
     func run(_ group: RenderGroup, on renderer: any ThumbnailRendering) -> Result {
@@ -55,7 +57,7 @@ struct GroupRender: Sendable {
             case .failed(let failure, let spent):
                 remember(failure, of: version)
                 return all(failure, cpuSeconds + spent)
-            case .rendered(let results, let placeholder, let placements, let spent):
+            case .rendered(let results, let placeholder, let placements, let sourceFormat, let spent):
                 let computed = keep(placeholder, placements: placements, of: version)
                 var remembered = false
                 let outcomes = zip(jobs, results).map { job, result -> Swift.Result<CachedThumbnail, ThumbFailure> in
@@ -71,7 +73,7 @@ struct GroupRender: Sendable {
                         return .failure(failure)
                     }
                 }
-                return Result(outcomes: outcomes, rendererCPUSeconds: cpuSeconds + spent, computedPlaceholder: computed)
+                return Result(outcomes: outcomes, rendererCPUSeconds: cpuSeconds + spent, computedPlaceholder: computed, sourceFormat: sourceFormat)
             }
         }
         return all(.assetChanging(path: path, reason: change), cpuSeconds)

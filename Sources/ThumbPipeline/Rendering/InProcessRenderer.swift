@@ -32,7 +32,7 @@ package final class InProcessRenderer: ThumbnailRendering {
                                                         isCancelled: isCancelled)
             // The render thread's own CPU time is counted by the thread: none to add.
             return .rendered(rendered.thumbnails.map { .success($0) }, placeholder: rendered.placeholder,
-                             placements: rendered.placements, cpuSeconds: 0)
+                             placements: rendered.placements, sourceFormat: rendered.sourceFormat, cpuSeconds: 0)
         } catch {
             return .failed(ThumbFailure(error), cpuSeconds: 0)
         }

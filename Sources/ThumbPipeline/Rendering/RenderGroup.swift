@@ -24,4 +24,6 @@ struct FinishedGroup {
     let wallSeconds: Double
     /// The decode computed the version's placeholder (it is in the index now).
     let computedPlaceholder: Bool
+    /// What the decode found the source to be.
+    let sourceFormat: SourceFormat?
 }

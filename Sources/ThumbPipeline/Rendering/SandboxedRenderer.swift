@@ -7,17 +7,23 @@ package import ThumbWorker
 /// else. A worker that dies or runs past `renderSeconds` costs this group only
 /// (`renderCrashed` / `renderTimedOut`, which the failure table remembers until the file
 /// changes, so that one file cannot crash-loop the pool).
+///
+/// Videos go to a second worker of the thread's, started at the first video: only it maps
+/// FFmpeg (`WorkerLaunch.loadsVideo`). The daemon tells a video by the file's first bytes, as
+/// every decoder does; it never decodes them.
 package final class SandboxedRenderer: ThumbnailRendering {
     let supervisor: RenderWorkerSupervisor
+    let videoSupervisor: RenderWorkerSupervisor
     let limits: ImageLimits
     let tuning: ShrinkPlan.Tuning
     let renderSeconds: Double
     let log: PipelineLog
     let label: String
 
-    package init(supervisor: RenderWorkerSupervisor, limits: ImageLimits, tuning: ShrinkPlan.Tuning, renderSeconds: Double,
-                 log: PipelineLog, label: String) {
+    package init(supervisor: RenderWorkerSupervisor, videoSupervisor: RenderWorkerSupervisor, limits: ImageLimits,
+                 tuning: ShrinkPlan.Tuning, renderSeconds: Double, log: PipelineLog, label: String) {
         self.supervisor = supervisor
+        self.videoSupervisor = videoSupervisor
         self.limits = limits
         self.tuning = tuning
         self.renderSeconds = renderSeconds
@@ -34,17 +40,21 @@ package final class SandboxedRenderer: ThumbnailRendering {
 
     package func stop() {
         supervisor.shutdown()
+        videoSupervisor.shutdown()
     }
 
     package func cancelCurrentRender() {
+        // One of them renders (the thread renders one group at a time): the other has nothing to stop.
         supervisor.cancelCurrent()
+        videoSupervisor.cancelCurrent()
     }
 
     package func render(_ file: AssetFile, requests: [ThumbnailRequest], placeholder: PlaceholderDemand,
                         isCancelled: @escaping @Sendable () -> Bool) -> RenderAttempt {
         let version = file.version
         let path = version.path
-        let outcome = supervisor.render(source: file.descriptor, status: version.fileStatus, label: path, requests: requests,
+        let decoder = SourceFormat.sniff(descriptor: file.descriptor)?.row.media == .video ? videoSupervisor : supervisor
+        let outcome = decoder.render(source: file.descriptor, status: version.fileStatus, label: path, requests: requests,
                                         limits: limits, tuning: tuning, deadlineSeconds: renderSeconds,
                                         placeholder: placeholder, isCancelled: isCancelled)
         switch outcome {
@@ -58,7 +68,8 @@ package final class SandboxedRenderer: ThumbnailRendering {
                 return .changed(reason: "\(path) was modified while being rendered", cpuSeconds: answer.cpuSeconds)
             }
             return .rendered(answer.results.map { $0.mapError { ThumbFailure($0, path: path) } },
-                             placeholder: answer.placeholder, placements: answer.placements, cpuSeconds: answer.cpuSeconds)
+                             placeholder: answer.placeholder, placements: answer.placements, sourceFormat: answer.sourceFormat,
+                             cpuSeconds: answer.cpuSeconds)
         case .crashed, .timedOut, .unavailable:
             let failure = ThumbFailure(outcome, renderSeconds: renderSeconds) ?? .rendererUnavailable(reason: "no answer")
             if case .crashed(let death) = outcome {

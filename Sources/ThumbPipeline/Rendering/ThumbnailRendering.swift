@@ -23,8 +23,10 @@ package protocol ThumbnailRendering: AnyObject, Sendable {
 
 /// What one attempt at rendering an opened file gave.
 package enum RenderAttempt: Sendable {
-    /// One result per request, in order, with what the decode learnt of the version.
-    case rendered([Result<Thumbnail, ThumbFailure>], placeholder: Placeholder?, placements: [AttentionPlacement], cpuSeconds: Double)
+    /// One result per request, in order, with what the decode learnt of the version (its
+    /// format among them, nil when its bytes are none of the table's).
+    case rendered([Result<Thumbnail, ThumbFailure>], placeholder: Placeholder?, placements: [AttentionPlacement], sourceFormat: SourceFormat?,
+                  cpuSeconds: Double)
     /// The file changed while it was read: opened and tried once more, then `assetChanging`.
     case changed(reason: String, cpuSeconds: Double)
     /// Every request failed the same way (remembered when the failure table remembers it).

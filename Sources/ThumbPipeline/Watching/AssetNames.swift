@@ -7,9 +7,10 @@ import ThumbImaging
 /// Which names under the asset root are assets, shared by the scanner and the watcher so that
 /// the start-up reconciliation and the live events agree.
 enum AssetNames {
-    /// Extensions of source images, lowercase, without the dot. Compared case-insensitively.
-    /// The name only chooses what is watched: the decoder goes by the content.
-    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "webp", "gif", "heic", "heif", "avif", "tif", "tiff", "jxl"]
+    /// Extensions of sources, lowercase, without the dot: every format's of the one table
+    /// (`SourceFormat.table`). Compared case-insensitively. The name only chooses what is
+    /// watched: the decoder goes by the content.
+    static let imageExtensions: Set<String> = SourceFormat.extensions
 
     /// A hidden name (`.name.tmp`, `.git`, `.Trash-1000`): temp files being written, tool folders.
     /// Neither hidden files nor hidden folders are assets.

@@ -31,9 +31,9 @@ package struct AssetScan: Sendable, Equatable {
 
 /// Walks the asset root to reconcile it with the cache at start (and after a `.rescan`).
 ///
-/// Counted: regular files (not symlinks — `lstat`) with an image extension (.jpg .jpeg .png
-/// .webp .gif .heic .heif .avif .tif .tiff .jxl, any case), or without an extension and an image's first
-/// bytes, at any depth. Skipped: hidden names (files and folders starting with '.', such as
+/// Counted: regular files (not symlinks — `lstat`) with an extension of a format of the table
+/// (`SourceFormat.table`: .jpg .png .heic .mp4 .webm …, any case), or without an extension and
+/// a known format's first bytes, at any depth. Skipped: hidden names (files and folders starting with '.', such as
 /// `.name.tmp` being written), the root's `excluded` folders, symlinked folders (never
 /// followed), names that are not valid UTF-8.
 package enum AssetScanner {

@@ -14,6 +14,18 @@ package struct WorkerLaunch: Sendable, Equatable {
     /// Added to the worker's otherwise minimal environment (`SWIFT_BACKTRACE=enable=no` and the
     /// memory limit), NAME=VALUE each.
     package var extraEnvironment: [String]
+    /// Whether the worker loads FFmpeg before it sandboxes itself: a video worker. FFmpeg's
+    /// libraries map ~190 MB of address space and dirty ~25 MB per process (measured with
+    /// dlopen here), so a still worker does without them and stays within a 256 MiB
+    /// `workerMemoryBytes`; a video worker needs about 512 MiB.
+    package var loadsVideo = false
+
+    /// The same launch, for a video worker.
+    package func loadingVideo() -> WorkerLaunch {
+        var launch = self
+        launch.loadsVideo = true
+        return launch
+    }
 
     package init(executablePath: String, arguments: [String], memoryLimitBytes: Int, helloTimeoutSeconds: Double = 5,
                 extraEnvironment: [String] = []) {
@@ -30,7 +42,7 @@ package struct WorkerLaunch: Sendable, Equatable {
     /// `GLIBC_TUNABLES`: see `heapFillByte`.
     var environment: [String] {
         ["SWIFT_BACKTRACE=enable=no", "\(RenderWorkerMain.memoryLimitVariable)=\(max(0, memoryLimitBytes))",
-         Self.heapTunables] + extraEnvironment
+         Self.heapTunables] + (loadsVideo ? ["\(RenderWorkerMain.videoVariable)=1"] : []) + extraEnvironment
     }
 
     /// A worker renders one asset after another, perhaps of other principals, in one heap: a

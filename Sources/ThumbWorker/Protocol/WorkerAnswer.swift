@@ -25,14 +25,21 @@ package struct WorkerAnswer: Sendable {
     package var placeholder: Placeholder?
     /// Where attention placed the order's crops (`ThumbnailSet.placements`).
     package var placements: [AttentionPlacement]
+    /// What the source's first bytes said it was (nil: none of the table's formats, or unread),
+    /// as its row's `wireTag`.
+    package var sourceFormat: SourceFormat?
 
     package init(results: [Result<Thumbnail, WorkerRenderFailure>], cpuSeconds: Double, placeholder: Placeholder? = nil,
-                 placements: [AttentionPlacement] = []) {
+                 placements: [AttentionPlacement] = [], sourceFormat: SourceFormat? = nil) {
         self.results = results
         self.cpuSeconds = cpuSeconds
         self.placeholder = placeholder
         self.placements = placements
+        self.sourceFormat = sourceFormat
     }
+
+    /// The wire tag of "no format".
+    static let noSourceFormatTag: UInt8 = 0xFF
 
     /// Longest CPU time an answer may claim: a render runs seconds, never days; the bound keeps a
     /// NaN or a huge number out of the daemon's CPU accounting.
@@ -77,6 +84,7 @@ package struct WorkerAnswer: Sendable {
         }
         writer.placeholder(order.placeholder == .skip ? nil : placeholder)
         writer.placements(placements, of: order.requests)
+        writer.uint8(sourceFormat?.row.wireTag ?? Self.noSourceFormatTag)
         // Cannot fail: every result was fitted within the bound above.
         return (try? writer.finish(maxPayloadBytes: bound)) ?? []
     }
@@ -106,7 +114,16 @@ package struct WorkerAnswer: Sendable {
             throw WorkerProtocolError(field: "answer.placeholder", problem: "a placeholder the order did not ask for")
         }
         let placements = try reader.placements("answer.placements", requests: requests)
+        let formatTag = try reader.uint8("answer.sourceFormat")
+        var sourceFormat: SourceFormat?
+        if formatTag != noSourceFormatTag {
+            guard let format = SourceFormat(wireTag: formatTag) else {
+                throw WorkerProtocolError(field: "answer.sourceFormat", problem: "tag \(formatTag) names no format of this build")
+            }
+            sourceFormat = format
+        }
         try reader.finish()
-        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds, placeholder: placeholder, placements: placements)
+        return WorkerAnswer(results: results, cpuSeconds: cpuSeconds, placeholder: placeholder, placements: placements,
+                            sourceFormat: sourceFormat)
     }
 }

@@ -24,6 +24,14 @@ extension FrameWriter {
         int(limits.maxOutputPixels)
         int(limits.maxAnimationFrames)
         int(limits.maxAnimationPixels)
+        videoLimits(limits.video)
+    }
+
+    mutating func videoLimits(_ video: VideoLimits) {
+        uint64(UInt64(video.codecBits))
+        int(video.maxBytesRead)
+        int(video.maxPackets)
+        int(video.previewFrames)
     }
 
     mutating func tuning(_ tuning: ShrinkPlan.Tuning) {
@@ -101,7 +109,22 @@ extension FrameReader {
         limits.maxOutputPixels = try int(field + ".maxOutputPixels")
         limits.maxAnimationFrames = try int(field + ".maxAnimationFrames")
         limits.maxAnimationPixels = try int(field + ".maxAnimationPixels")
+        limits.video = try videoLimits(field + ".video")
         return limits
+    }
+
+    mutating func videoLimits(_ field: String) throws(WorkerProtocolError) -> VideoLimits {
+        var video = VideoLimits()
+        let bits = try uint64(field + ".codecs")
+        let known = UInt64(VideoCodec.allCases.reduce(UInt32(0)) { $0 | $1.wireBit })
+        guard bits & ~known == 0 else {
+            throw WorkerProtocolError(field: field + ".codecs", problem: "names codecs this build does not know (bits \(bits & ~known))")
+        }
+        video.codecs = VideoLimits.codecs(fromBits: UInt32(bits))
+        video.maxBytesRead = try int(field + ".maxBytesRead")
+        video.maxPackets = try int(field + ".maxPackets")
+        video.previewFrames = try int(field + ".previewFrames")
+        return video
     }
 
     mutating func tuning(_ field: String) throws(WorkerProtocolError) -> ShrinkPlan.Tuning {

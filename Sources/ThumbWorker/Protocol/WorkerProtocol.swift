@@ -7,7 +7,7 @@
 /// a process that parsed an attacker's file and may be the attacker's now.
 package enum WorkerProtocol {
     /// Bumped whenever a field is added, removed or reordered: a worker of another build is refused.
-    package static let version: UInt16 = 6
+    package static let version: UInt16 = 7
     /// "THWK".
     static let magic: [UInt8] = [0x54, 0x48, 0x57, 0x4B]
     /// A render order is a few kinds and a label: far below this even for a catalog of hundreds of kinds.

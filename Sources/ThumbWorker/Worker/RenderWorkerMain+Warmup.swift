@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ThumbImaging
 
 extension RenderWorkerMain {
@@ -5,9 +8,16 @@ extension RenderWorkerMain {
     /// build scans its plugin folder, an `openat` the filter refuses), and a first HEIC and AVIF
     /// decode and AVIF encode set up libde265, dav1d and aom once. Every decode still starts the
     /// codecs' threads (libde265: one a decoder; dav1d: one a CPU), which the filter allows
-    /// (see sandbox.c); nothing of theirs opens a file after this.
+    /// (see sandbox.c); nothing of theirs opens a file after this. A video worker loads FFmpeg's
+    /// libraries here (dlopen opens and maps files); a still worker never does, nor the daemon.
     static func warmUpBeforeSandbox() {
         HEIFLibrary.warmUp()
+        if getenv(videoVariable) != nil {
+            // Without FFmpeg installed a video is refused, saying so (`VideoFile`); stills render.
+            if let missing = VideoLibraries.load() { log("videos will be refused: \(missing)") }
+        } else {
+            VideoLibraries.withhold("this render worker decodes stills only (the daemon sends videos to a video worker)")
+        }
     }
 
     /// Renders two small images the worker makes itself (a JPEG, and a PNG with alpha), inside

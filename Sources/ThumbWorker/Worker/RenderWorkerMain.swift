@@ -16,6 +16,8 @@ package enum RenderWorkerMain {
     package static let cancelPageDescriptor: Int32 = 4
     /// RLIMIT_AS of the worker, bytes (decimal digits; absent or 0: no limit).
     package static let memoryLimitVariable = "THUMBD_WORKER_MEMORY_BYTES"
+    /// Set (to 1) for a video worker, which loads FFmpeg before its sandbox (`WorkerLaunch.loadsVideo`).
+    package static let videoVariable = "THUMBD_WORKER_VIDEO"
 
     /// The order being rendered (0 between orders), for a test worker's fault hook that forges
     /// part of an answer. Only the worker's one thread touches it.
@@ -78,6 +80,7 @@ package enum RenderWorkerMain {
         let results: [Result<Thumbnail, WorkerRenderFailure>]
         var placeholder: Placeholder?
         var placements: [AttentionPlacement] = []
+        var sourceFormat: SourceFormat?
         let read = Result { () throws(FileReadError) in
             try SourceBytes.read(descriptor: descriptor, status: order.status, maxBytes: order.limits.maxFileBytes, label: order.label)
         }
@@ -86,8 +89,9 @@ package enum RenderWorkerMain {
         case .failure(let error):
             results = order.requests.map { _ in .failure(.read(error)) }
         case .success(let source):
+            sourceFormat = source.format
             let id = order.requestID
-            let thumbnailer = Thumbnailer(limits: order.limits, tuning: order.tuning)
+            let thumbnailer = Thumbnailer(limits: order.limits, tuning: order.tuning, decodesSandboxOnlyFormats: true)
             do throws(ImagingError) {
                 try faultHook?(source)
                 let rendered = try thumbnailer.thumbnailSet(of: source, requests: order.requests,
@@ -100,7 +104,7 @@ package enum RenderWorkerMain {
             }
         }
         return WorkerAnswer(results: results, cpuSeconds: max(0, processCPUSeconds() - start), placeholder: placeholder,
-                            placements: placements)
+                            placements: placements, sourceFormat: sourceFormat)
     }
 
     /// CPU time of this process (one thread: the render), seconds.

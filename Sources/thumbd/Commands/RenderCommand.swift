@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import ThumbImaging
 import ThumbPipeline
@@ -24,7 +27,8 @@ struct RenderCommand: ThumbdCommand {
           --no-rotate        ignore EXIF orientation
           --jobs N           parallel renders (default: one per core)
           --sandbox          decode in sandboxed worker processes, as `thumbd serve` does (for files
-                             you do not trust: a decoder crash or loop fails that input only)
+                             you do not trust: a decoder crash or loop fails that input only); videos
+                             (.mp4 .mov .mkv .webm .avi …) are always decoded there
 
         exit status: 0 all rendered; 64 usage; 65 an input is not a decodable image or breaks a limit;
         66 an input is missing; 70 encoder failure or a worker died (--sandbox); 73/74 output or I/O errors; 77 an input may not be
@@ -101,9 +105,13 @@ struct RenderCommand: ThumbdCommand {
         let total = jobs.count
         let lanes = min(self.jobs, groups.count)
         // One worker process per lane, as one per render thread in the daemon.
+        // A format only the sandbox decodes (video, by its first bytes) takes the sandbox whatever
+        // the flag says, in workers that load FFmpeg.
+        let videos = Set(jobs.map(\.input)).contains { Self.isVideo($0) }
+        let sandboxed = self.sandboxed || videos
+        let launch = WorkerLaunch.thumbd(memoryLimitBytes: config.service.workerMemoryBytes)
         let supervisors = sandboxed
-            ? (0..<lanes).map { _ in RenderWorkerSupervisor(launch: .thumbd(memoryLimitBytes: config.service.workerMemoryBytes),
-                                                            counters: WorkerRestartCounters()) }
+            ? (0..<lanes).map { _ in RenderWorkerSupervisor(launch: videos ? launch.loadingVideo() : launch, counters: WorkerRestartCounters()) }
             : []
         let renderSeconds = config.service.renderSeconds
         let runLane: @Sendable (Int) -> Void = { lane in
@@ -195,6 +203,15 @@ struct RenderCommand: ThumbdCommand {
     /// Renders one job; the output path gets the format's extension unless -o named it.
     /// Renders the jobs of one input from one read and one decode; the output path gets the
     /// format's extension unless -o named it.
+    /// Whether the file at `path` is a video by its first bytes (false when it cannot be read:
+    /// its render says why).
+    static func isVideo(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return SourceFormat.sniff(descriptor: descriptor)?.row.media == .video
+    }
+
     static func render(_ jobs: [Job], requests: [ThumbnailRequest], thumbnailer: Thumbnailer) -> [Result<String, Failure>] {
         let input = jobs[0].input
         let source: SourceBytes

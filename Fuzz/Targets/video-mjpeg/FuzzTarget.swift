@@ -1,0 +1,7 @@
+import FuzzDoors
+
+/// libFuzzer's entry point (built by scripts/fuzz with --sanitize fuzzer): FuzzDoor.videoMJPEG.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    FuzzDoor.videoMJPEG.run(data, size)
+}
