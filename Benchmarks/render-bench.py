@@ -3,7 +3,8 @@
 
 Both tools render the same files in the same run; see Benchmarks/README.md.
 Measures throughput (images/s), median per-image process time, peak RSS and
-quality (SSIM / PSNR against a float Pillow Lanczos reference).
+quality (SSIM / PSNR against a float Pillow Lanczos reference). The `video` group
+sets video posters against ffmpegthumbnailer and ffmpeg (posters/s, peak RSS).
 """
 import argparse
 import json
@@ -58,6 +59,20 @@ RESULTS = PACKAGE / "Benchmarks/results/last-run.json"
 # The decode floor (Benchmarks/decode-floor.c), compiled by gcc into $TMPDIR.
 FLOOR_SOURCE = PACKAGE / "Benchmarks/decode-floor.c"
 FLOOR_BIN = Path(tempfile.gettempdir()) / "thumbbench-floor" / "decode-floor"
+
+# The video group: 1080p phone-like clips (H.264 rotated; HEVC Main10 HLG), and a 4K60 one apart.
+VIDEO_DIR = SHARED / "corpus/media/video"
+VIDEO_SETS = {
+    "video-1080p": ["gen__phone_portrait_1080p_rot90.mp4", "androidx__hlg10-color-test.mp4"],
+    "video-4k": ["androidx__portrait_4k60.mp4"],
+}
+# Posters a set is timed over (the clips looped through symlinks): several seconds a tool.
+VIDEO_POSTERS = {"video-1080p": 96, "video-4k": 72}
+FFMPEGTHUMBNAILER = "/usr/bin/ffmpegthumbnailer"
+FFMPEG = "/usr/bin/ffmpeg"
+FFPROBE = "/usr/bin/ffprobe"
+# Issue 38's targets for thumbd: posters/s over ffmpegthumbnailer's and ffmpeg's; tree RSS at most theirs.
+VIDEO_TARGETS = {"ffmpegthumbnailer": 1.2, "ffmpeg": 1.0}
 
 # slot name -> (thumbd inline spec, vipsthumbnail arguments, output size is a filled square)
 SLOTS = {
@@ -535,6 +550,117 @@ def print_floor(rows, args):
             print(f"! {r['group']} {r['slot']} {failure}")
 
 
+# ---------------------------------------------------------------- videos
+
+def poster_seconds(path):
+    """Where thumbd seeks for a poster: 10% of the clip, at most 30 s (`PosterSearch`), with the
+    duration as thumbd reads it (the video stream's, else the container's), here from ffprobe."""
+    def probe(*what):
+        out = subprocess.run([FFPROBE, "-v", "error", *what, "-of", "csv=p=0", str(path)],
+                             capture_output=True, text=True).stdout.split()
+        try:
+            return float(out[0])
+        except (IndexError, ValueError):
+            return None
+    duration = probe("-select_streams", "v:0", "-show_entries", "stream=duration") or \
+        probe("-show_entries", "format=duration")
+    return min(duration * 0.1, 30.0) if duration and duration > 0 else 0.0
+
+
+def video_commands(files, seek, outs, jobs):
+    """The three tools over the same posters, `jobs` at a time: one `thumbd render --jobs N`
+    process (its N sandboxed video workers decode), and `xargs -P N` of one ffmpegthumbnailer or
+    ffmpeg a poster (each through `sh -c 'exec ...'`: one dash start, then the tool in its place).
+    Returns {name: (cmd, stdin listing, output finder)}."""
+    def listing(name, items):
+        path = Path(outs[name]).parent / f"{name}.lst"
+        path.write_bytes(b"\0".join(str(i).encode() for i in items))
+        return path
+    fft = listing("ffmpegthumbnailer", [x for f in files for x in (f, Path(outs["ffmpegthumbnailer"], f.stem + ".png"))])
+    ff = listing("ffmpeg", [x for f in files for x in (f"{seek[f]:.6f}", f, Path(outs["ffmpeg"], f.stem + ".png"))])
+    return {
+        "thumbd": (thumbd_cmd(files, "large", outs["thumbd"], jobs, None), None, thumbd_output),
+        "ffmpegthumbnailer": (["xargs", "-0", f"-P{jobs}", "-n2", "sh", "-c",
+                               f'exec {FFMPEGTHUMBNAILER} -s 256 -i "$0" -o "$1"'], fft, vips_output),
+        "ffmpeg": (["xargs", "-0", f"-P{jobs}", "-n3", "sh", "-c",
+                    f'exec {FFMPEG} -v error -ss "$0" -i "$1" -frames:v 1 -vf scale=256:-2 -y "$2"'], ff, vips_output),
+    }
+
+
+def output_sizes(out_dir, files, finder):
+    """{clip: "WxH, N-bit"} of one PNG output of each distinct clip, from its IHDR."""
+    sizes = {}
+    for f in files:
+        clip = f.resolve().name
+        path = finder(out_dir, f)
+        if clip in sizes or path is None:
+            continue
+        head = path.read_bytes()[:26]
+        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        sizes[clip] = f"{width}x{height} {head[24]}-bit"
+    return sizes
+
+
+def video_comparison(tmp, args):
+    """Posters/s of thumbd render against ffmpegthumbnailer and ffmpeg on the same looped clips,
+    whole-set runs interleaved, fastest of args.repeat kept; then one untimed run each for the
+    process tree's summed peak RSS."""
+    rows = []
+    for name, clips in VIDEO_SETS.items():
+        sources = [(VIDEO_DIR / c).resolve() for c in clips]
+        posters = VIDEO_POSTERS[name] // (3 if args.quick else 1)
+        files = looped(sources, math.ceil(posters / len(sources)), tmp, name)
+        seek = {f: poster_seconds(f) for f in sources}
+        seek.update({f: seek[f.resolve()] for f in files})
+        warm_cache(sources)
+        outs = {tool: fresh_dir(tmp, "video-out", name, tool) for tool in ("thumbd", "ffmpegthumbnailer", "ffmpeg")}
+        commands = video_commands(files, seek, outs, args.jobs)
+        print(f"video: {name:12} {len(files)} posters of {', '.join(clips)} ...", flush=True)
+        runs = {tool: [] for tool in commands}
+        for _ in range(args.repeat):
+            for tool, (cmd, stdin_path, _) in commands.items():
+                runs[tool].append(run(cmd, stdin_path))
+        row = {"set": name, "clips": clips, "posters": len(files), "jobs": args.jobs,
+               "seek_s": {f.name: round(seek[f], 4) for f in sources}, "tools": {}}
+        for tool, (cmd, stdin_path, finder) in commands.items():
+            m = summarize(runs[tool], files, outs[tool], finder)
+            m["posters_per_s"] = m.pop("img_per_s")
+            m["tree_rss_mb"] = tree_peak_rss_mb(cmd, stdin_path)
+            m["output_sizes"] = output_sizes(outs[tool], files, finder)
+            m.pop("out_dir")
+            m["command"] = cmd
+            row["tools"][tool] = m
+        t = row["tools"]["thumbd"]
+        row["ratios"] = {peer: {"posters_per_s": t["posters_per_s"] / row["tools"][peer]["posters_per_s"],
+                                "tree_rss": t["tree_rss_mb"] / row["tools"][peer]["tree_rss_mb"],
+                                "peak_rss": t["peak_rss_mb"] / row["tools"][peer]["peak_rss_mb"],
+                                "target": target}
+                         for peer, target in VIDEO_TARGETS.items()}
+        rows.append(row)
+    return rows
+
+
+def print_video(rows, args):
+    print(f"\nvideo: posters/s, thumbd render --jobs {args.jobs} vs xargs -P{args.jobs} of one peer process a poster "
+          f"(best of {args.repeat}); peak_rss = GNU time of the run (largest single process), "
+          f"tree_rss = summed RSS of the whole process tree, thumbd's workers included")
+    head = (f"{'set':12} {'posters':>7} {'tool':18} {'posters/s':>9} {'peak_rss_MB':>11} {'tree_rss_MB':>11} "
+            f"{'t/x speed':>9} {'target':>6} {'t/x tree':>8}  output")
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        for tool, m in r["tools"].items():
+            ratio = r["ratios"].get(tool)
+            cols = (f"{ratio['posters_per_s']:9.2f} {'>=' + str(ratio['target']):>6} {ratio['tree_rss']:8.2f}"
+                    if ratio else f"{'':9} {'':6} {'':8}")
+            print(f"{r['set']:12} {r['posters']:7} {tool:18} {m['posters_per_s']:9.2f} {m['peak_rss_mb']:11.1f} "
+                  f"{m['tree_rss_mb']:11.1f} {cols}  {', '.join(sorted(set(m['output_sizes'].values())))}")
+        print(f"{'':12} {'':7} seek {', '.join(f'{c} {s} s' for c, s in r['seek_s'].items())}")
+        for tool, m in r["tools"].items():
+            if m["exit_code"] or m["missing"]:  # (ffmpegthumbnailer's swscaler warnings are only in the JSON)
+                print(f"! {r['set']} {tool}: exit {m['exit_code']}, {len(m['missing'])} missing outputs "
+                      f"{m['missing'][:5]}; stderr tail: {m['stderr'][-3:]}")
+
+
 # ---------------------------------------------------------------- main
 
 def build():
@@ -607,7 +733,8 @@ def main():
     parser.add_argument("--dct-margin", type=float, help="thumbd resampling.dctMargin (via a temp config)")
     parser.add_argument("--box-margin", type=float, help="thumbd resampling.boxMargin (via a temp config)")
     parser.add_argument("--group", action="append",
-                        choices=["large-photos", "bench-jpeg", "bench-png"] + [f"input-{f}" for f in INPUT_FORMATS],
+                        choices=["large-photos", "bench-jpeg", "bench-png"] + [f"input-{f}" for f in INPUT_FORMATS]
+                        + ["video"],
                         help="only these groups (repeatable)")
     parser.add_argument("--slot", action="append", choices=list(SLOTS), help="only these slots (repeatable)")
     parser.add_argument("--repeat", type=int, help="whole-group runs per tool, best kept (default 3, quick 1)")
@@ -639,6 +766,7 @@ def main():
             bench_group(name, group, slot, tmp, args, config)
             for name, group in groups.items() if not args.group or name in args.group
             for slot in SLOTS if not args.slot or slot in args.slot]
+        video = video_comparison(tmp, args) if not args.floor_only and (not args.group or "video" in args.group) else []
         floor = [] if args.no_floor else floor_comparison(tmp, args)
     for r in results:
         for tool in ("thumbd", "vips"):
@@ -648,6 +776,8 @@ def main():
     if results:
         print_table(results)
         print_oddities(results)
+    if video:
+        print_video(video, args)
     if floor:
         print_floor(floor, args)
     print(f"\nquality: mean over {args.quality_sample} images per group (large-photos: its distinct photos); "
@@ -663,7 +793,12 @@ def main():
                                        text=True).stdout.strip()}
     meta["thumbd"] = str(THUMBD)
     meta["baseline_thumbd"] = str(args.baseline_thumbd) if args.baseline_thumbd else None
-    args.json.write_text(json.dumps({"meta": meta, "results": results, "floor": floor}, indent=1, default=str))
+    if video:
+        meta["ffmpeg_version"] = subprocess.run([FFMPEG, "-version"], capture_output=True, text=True).stdout.split("\n")[0]
+        meta["ffmpegthumbnailer_version"] = subprocess.run([FFMPEGTHUMBNAILER, "-v"], capture_output=True,
+                                                           text=True).stdout.strip()
+    args.json.write_text(json.dumps({"meta": meta, "results": results, "floor": floor, "video": video},
+                                    indent=1, default=str))
     print(f"wrote {args.json}")
 
 
