@@ -25,14 +25,20 @@ struct ServeVideoTests {
         try daemon.start()
 
         // Scanned (an extension in any case; a name without one by its first bytes) and listed as video.
-        let listed = try #require(try daemon.request("/v1/assets?prefix=clips/").json["assets"] as? [[String: Any]])
+        // The start-up reconcile fills the listing in the background: wait for it.
+        var listed: [[String: Any]] = []
+        try servePoll(timeout: 30, "the six clips and the photo in /v1/assets") {
+            listed = try daemon.request("/v1/assets").json["assets"] as? [[String: Any]] ?? []
+            return listed.count == 7
+        }
+        let photo = listed.first { $0["path"] as? String == "photo.jpg" }
+        listed = listed.filter { ($0["path"] as? String)?.hasPrefix("clips/") == true }
         let media = Dictionary(uniqueKeysWithValues: listed.compactMap { entry in
             (entry["path"] as? String).map { ($0, entry["media"] as? String ?? "none") }
         })
         #expect(media == ["clips/camera": "none", "clips/cut.mp4": "video", "clips/moving.mp4": "video", "clips/portrait.mp4": "video",
                           "clips/road.WEBM": "video", "clips/voice.mp4": "video"], "\(listed)")
-        #expect((try daemon.request("/v1/assets").json["assets"] as? [[String: Any]])?.first { $0["path"] as? String == "photo.jpg" }?["media"]
-                as? String == "still")
+        #expect(photo?["media"] as? String == "still")
 
         // A portrait phone clip is a portrait poster; an extension-less AVI renders too.
         let poster = try daemon.request("/v1/thumbnails/large/clips/portrait.mp4")
