@@ -3,31 +3,6 @@ import Glibc
 #endif
 import CFFmpeg
 import CThumbVideo
-import Synchronization
-
-/// FFmpeg's functions (`CThumb_FFmpeg`), valid once `VideoLibraries.load()` said nil: FFmpeg
-/// is loaded at run time, never linked (see Sources/CThumbVideo/ffmpeg.c).
-var ff: CThumbFFmpegFunctions { CThumb_FFmpeg().pointee }
-
-/// FFmpeg's libraries, loaded once per process: by the render worker before it sandboxes
-/// itself, by anything else on its first video.
-package enum VideoLibraries {
-    /// Why this process must not load FFmpeg (a still worker, sandboxed without it), when it must not.
-    private static let withheld = Mutex<String?>(nil)
-
-    /// nil when FFmpeg is there; otherwise why not (a library or a function missing, or withheld).
-    package static func load() -> String? {
-        if let reason = withheld.withLock({ $0 }) { return reason }
-        var message = [CChar](repeating: 0, count: 512)
-        return CThumb_FFmpegLoad(&message, message.count) == 0 ? nil : VideoFile.text(message)
-    }
-
-    /// From now on `load` answers `reason` instead of loading (a worker whose sandbox would refuse
-    /// the dlopen says why in words).
-    package static func withhold(_ reason: String) {
-        withheld.withLock { $0 = reason }
-    }
-}
 
 /// One video opened for its frames: FFmpeg's demuxer over positioned reads of the file (the
 /// C side, `CThumb_VideoOpen`: no other input is ever opened), its best video stream, and that
@@ -133,8 +108,7 @@ final class VideoFile {
         var chosen: UnsafeMutablePointer<AVStream>?
         var best = -1
         for index in 0..<count {
-            guard let stream = context.pointee.streams[index] else { continue }
-            let parameters = stream.pointee.codecpar!.pointee
+            guard let stream = context.pointee.streams[index], let parameters = stream.pointee.codecpar?.pointee else { continue }
             guard parameters.codec_type == AVMEDIA_TYPE_VIDEO,
                   stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0 else { continue }
             // The default stream first, then the largest picture (av_find_best_stream's rule,
@@ -144,10 +118,10 @@ final class VideoFile {
             if rank > best { (chosen, best) = (stream, rank) }
         }
         guard let stream = chosen else {
-            let audio = (0..<count).contains { context.pointee.streams[$0]?.pointee.codecpar!.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
+            let audio = (0..<count).contains { context.pointee.streams[$0]?.pointee.codecpar?.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
             throw .unsupportedFormat(reason: "\(format.name) has no video stream" + (audio ? " (audio only)" : ""))
         }
-        let parameters = stream.pointee.codecpar!.pointee
+        let parameters = stream.parameters
         guard let codec = VideoCodec(parameters.codec_id) else {
             let name = parameters.codec_id == AV_CODEC_ID_NONE ? "a codec FFmpeg does not know" : (ff.avcodec_get_name!(parameters.codec_id).map { String(cString: $0) } ?? "unknown")
             throw .unsupportedFormat(reason: "\(format.name) video in an unsupported codec (\(name)); "
@@ -163,7 +137,9 @@ final class VideoFile {
     /// `maxPixels` refused by the decoder itself (`max_pixels`) whatever the header said.
     func openDecoder() throws(ImagingError) {
         guard decoder == nil else { return }
-        let parameters = stream.pointee.codecpar!
+        guard let parameters = stream.pointee.codecpar else {
+            throw .undecodable(reason: "\(formatName): the video stream has no codec parameters")
+        }
         guard let implementation = ff.avcodec_find_decoder!(parameters.pointee.codec_id) else {
             throw .unsupportedFormat(reason: "\(formatName): this FFmpeg has no \(codec.displayName) decoder")
         }
@@ -348,4 +324,10 @@ private extension String {
         while let last = text.last, set.contains(last) { text = text.dropLast() }
         return String(text)
     }
+}
+
+extension UnsafeMutablePointer<AVStream> {
+    /// The stream's codec parameters (FFmpeg allocates them with every stream; zeroes, a codec
+    /// of none, if it ever did not).
+    var parameters: AVCodecParameters { pointee.codecpar?.pointee ?? AVCodecParameters() }
 }

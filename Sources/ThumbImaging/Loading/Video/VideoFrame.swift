@@ -81,10 +81,10 @@ final class VideoFrame {
     /// leaves it unsaid), with the content's peak from its light-level or mastering metadata.
     func hdrSignal(stream: UnsafeMutablePointer<AVStream>) -> HDRSignal? {
         var transfer = frame.pointee.color_trc
-        if transfer == AVCOL_TRC_UNSPECIFIED { transfer = stream.pointee.codecpar!.pointee.color_trc }
+        if transfer == AVCOL_TRC_UNSPECIFIED { transfer = stream.parameters.color_trc }
         guard let hdr = HDRTransfer(h273: Int(transfer.rawValue)) else { return nil }
         var primariesCode = frame.pointee.color_primaries
-        if primariesCode == AVCOL_PRI_UNSPECIFIED { primariesCode = stream.pointee.codecpar!.pointee.color_primaries }
+        if primariesCode == AVCOL_PRI_UNSPECIFIED { primariesCode = stream.parameters.color_primaries }
         let primaries = primariesCode == AVCOL_PRI_UNSPECIFIED ? Chromaticities.bt2020 : (Chromaticities.h273(Int(primariesCode.rawValue)) ?? .bt2020)
         return HDRSignal(transfer: hdr, primaries: primaries, contentPeakNits: contentPeakNits(stream: stream))
     }

@@ -22,7 +22,7 @@ final class VideoLoader: FrameLoader {
         try Self.checkHeader(file, limits: limits)
         try file.openDecoder()
         orientation = file.orientation
-        let parameters = file.stream.pointee.codecpar!.pointee
+        let parameters = file.stream.parameters
         let search = PosterSearch(durationSeconds: file.durationSeconds,
                                   framePixels: Int(max(1, parameters.width)) * Int(max(1, parameters.height)))
         (poster, warning) = try Self.findPoster(file, search: search, isCancelled: isCancelled)
@@ -32,7 +32,7 @@ final class VideoLoader: FrameLoader {
     /// The frame size the container's header states, held to the limits before a decoder is
     /// opened (a header may also say nothing: then the decoder's `max_pixels` holds).
     static func checkHeader(_ file: VideoFile, limits: ImageLimits) throws(ImagingError) {
-        let parameters = file.stream.pointee.codecpar!.pointee
+        let parameters = file.stream.parameters
         let (width, height) = (Int(parameters.width), Int(parameters.height))
         guard width > 0 || height > 0 else { return }
         do throws(ImagingError) {

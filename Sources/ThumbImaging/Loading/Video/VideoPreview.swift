@@ -35,7 +35,7 @@ final class VideoPreview: AnimationFrames {
         let file = try VideoFile(source, format: format, limits: limits)
         try VideoLoader.checkHeader(file, limits: limits)
         try file.openDecoder()
-        let parameters = file.stream.pointee.codecpar!.pointee
+        let parameters = file.stream.parameters
         let (width, height) = (Int(parameters.width), Int(parameters.height))
         guard let duration = file.durationSeconds, width > 0, height > 0 else {
             return (nil, "\(format.name): the clip's length or frame size is not in its header: the poster is shown as a still")
